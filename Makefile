@@ -1,0 +1,38 @@
+# One task runner. `make test` and `make demo` work on a fresh clone: they create .venv first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench soak clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+$(VENV)/.bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(VENV)/.bench
+
+demo: $(STAMP)
+	$(BIN)/python -m agent.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+soak: $(STAMP)
+	HYPOTHESIS_PROFILE=soak EVENTLOG_SOAK=1 $(BIN)/pytest
+
+bench: $(VENV)/.bench
+	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks peers
+
+clean:
+	rm -rf $(VENV)

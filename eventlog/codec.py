@@ -1,0 +1,219 @@
+"""The codec: typed events to stored rows (envelope columns and bytes) and back.
+
+One long-lived encoder serves every type; each type has its own decoder (held by its
+:class:`TypeInfo`). Stores only ever see :class:`Row`. The row's ``hash`` chains every event to
+the one before it: ``blake2b(prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+
+from .errors import CorruptLogError, UnsupportedFormatError, ValidationError
+from .event import APPEND, Event, Replace, SurfaceOp, Unknown
+from .registry import EventTypes, TypeInfo, find_non_finite
+
+__all__ = (
+    "FORMAT_VERSION",
+    "GENESIS_HASH",
+    "Row",
+    "chain_hash",
+    "decode_event",
+    "encode_payload",
+    "encode_sources",
+    "encode_surface",
+    "make_row",
+    "verify_rows",
+)
+
+#: Version of the stored format (rows, hash chain, payload encoding). Bump on any change.
+FORMAT_VERSION = 1
+#: The ``prev_hash`` of event 0.
+GENESIS_HASH = b""
+
+_encoder = msgspec.json.Encoder()
+_sources_decoder = msgspec.json.Decoder(tuple[int, ...])
+
+
+class Row(msgspec.Struct, frozen=True, array_like=True):
+    """One stored event as stores see it: envelope columns and the payload's JSON bytes."""
+
+    seq: int
+    type: str
+    time: int
+    surface: str | None
+    sources: str
+    ignorable: bool
+    data: bytes
+    hash: bytes
+
+
+def encode_payload(info: TypeInfo, data: Any, *, session_id: str, seq: int) -> tuple[Any, bytes]:
+    """Validate ``data`` against ``info`` and encode it.
+
+    Returns a fresh, validated payload instance (decoded from the bytes, so the caller's object
+    is never shared) and the JSON bytes.
+
+    :raises ValidationError: wrong payload class, a field of the wrong type, NaN or infinity.
+    """
+    where = f"session {session_id!r}, seq {seq}, type {info.name!r}"
+    try:
+        if type(data) is not info.payload:
+            if isinstance(data, msgspec.Struct):
+                raise ValidationError(
+                    f"{where}: expected payload {info.payload.__name__}, "
+                    f"got {type(data).__name__}",
+                    session_id=session_id,
+                    seq=seq,
+                )
+            data = msgspec.convert(data, info.payload)
+        if info.may_hold_float:
+            bad = find_non_finite(msgspec.to_builtins(data))
+            if bad is not None:
+                raise ValidationError(
+                    f"{where}: non-finite number (NaN or infinity) at `{bad}`",
+                    session_id=session_id,
+                    seq=seq,
+                )
+        raw = _encoder.encode(data)
+        return info.decoder.decode(raw), raw
+    except (msgspec.ValidationError, TypeError) as exc:
+        raise ValidationError(f"{where}: {exc}", session_id=session_id, seq=seq) from exc
+
+
+def encode_surface(op: SurfaceOp | None) -> str | None:
+    """The surface column: ``None``, ``"append"`` or ``"replace:START:END"``."""
+    if op is None:
+        return None
+    if isinstance(op, Replace):
+        return f"replace:{op.start}:{op.end}"
+    return "append"
+
+
+def decode_surface(text: str | None) -> SurfaceOp | None:
+    """Inverse of :func:`encode_surface`; raises ``ValueError`` on anything else."""
+    if text is None:
+        return None
+    if text == "append":
+        return APPEND
+    kind, start, end = text.split(":")
+    if kind != "replace":
+        raise ValueError(f"unknown surface operation {text!r}")
+    return Replace(int(start), int(end))
+
+
+def encode_sources(sources: tuple[int, ...]) -> str:
+    """The sources column: a JSON array of seqs."""
+    return "[" + ",".join(map(str, sources)) + "]" if sources else "[]"
+
+
+def chain_hash(
+    prev: bytes,
+    seq: int,
+    type_: str,
+    time: int,
+    surface: str | None,
+    sources: str,
+    ignorable: bool,
+    data: bytes,
+) -> bytes:
+    """The hash of one event given the hash of the one before it."""
+    head = f"{seq}\x1f{type_}\x1f{time}\x1f{surface or ''}\x1f{sources}\x1f{int(ignorable)}\x1f"
+    return hashlib.blake2b(prev + head.encode() + data, digest_size=32).digest()
+
+
+def make_row(
+    prev_hash: bytes,
+    seq: int,
+    type_: str,
+    time: int,
+    surface: SurfaceOp | None,
+    sources: tuple[int, ...],
+    ignorable: bool,
+    data: bytes,
+) -> Row:
+    """Build the stored row of a committed event, chaining its hash to ``prev_hash``."""
+    surface_text = encode_surface(surface)
+    sources_text = encode_sources(sources)
+    digest = chain_hash(prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data)
+    return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
+
+
+def decode_event(row: Row, types: EventTypes, *, session_id: str) -> Event:
+    """Decode one stored row into an :class:`Event` (no hash check; see :func:`verify_rows`).
+
+    :raises UnsupportedFormatError: the type is unknown and the event is not ignorable.
+    :raises CorruptLogError: the row does not decode.
+    """
+    info = types.get(row.type)
+    try:
+        if info is None:
+            if not row.ignorable:
+                raise UnsupportedFormatError(
+                    f"session {session_id!r}, seq {row.seq}: event type {row.type!r} is not "
+                    "registered and was not written as ignorable",
+                    session_id=session_id,
+                    seq=row.seq,
+                    hint="register the type with EventTypes.register before opening",
+                )
+            data: Any = Unknown(bytes(row.data))
+        else:
+            data = info.decoder.decode(row.data)
+        return Event(
+            seq=row.seq,
+            type=row.type,
+            time=row.time,
+            data=data,
+            surface=decode_surface(row.surface),
+            sources=_sources_decoder.decode(row.sources),
+            ignorable=row.ignorable,
+        )
+    except (msgspec.DecodeError, ValueError) as exc:
+        raise CorruptLogError(
+            f"session {session_id!r}, seq {row.seq}: stored event of type {row.type!r} "
+            f"does not decode: {exc}",
+            session_id=session_id,
+            seq=row.seq,
+            hint="the row was altered outside eventlog; open with salvage=True to read the "
+            "events before it",
+        ) from exc
+
+
+def verify_rows(rows: list[Row], prev_hash: bytes, next_seq: int, *, session_id: str) -> bytes:
+    """Check seq continuity and the hash chain of consecutive ``rows``; return the last hash.
+
+    :raises CorruptLogError: naming the first seq that fails.
+    """
+    for row in rows:
+        if row.seq != next_seq:
+            raise CorruptLogError(
+                f"session {session_id!r}, seq {next_seq}: expected event {next_seq}, "
+                f"found {row.seq}",
+                session_id=session_id,
+                seq=next_seq,
+                hint="events are missing or duplicated in the store",
+            )
+        expected = chain_hash(
+            prev_hash,
+            row.seq,
+            row.type,
+            row.time,
+            row.surface,
+            row.sources,
+            row.ignorable,
+            row.data,
+        )
+        if expected != row.hash:
+            raise CorruptLogError(
+                f"session {session_id!r}, seq {row.seq}: hash mismatch, the stored event "
+                "was altered or damaged",
+                session_id=session_id,
+                seq=row.seq,
+                hint="open with salvage=True to read the events before it",
+            )
+        prev_hash = row.hash
+        next_seq += 1
+    return prev_hash

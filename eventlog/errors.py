@@ -1,0 +1,100 @@
+"""The error hierarchy: one root, leaves named after the condition.
+
+Every error carries the location it is about (``session_id``, ``seq``) where there is one, and a
+``hint`` for the operator where it helps. Messages are part of the contract: tests assert them.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "BacklogFullError",
+    "ClosedError",
+    "ConflictError",
+    "CorruptLogError",
+    "EventLogError",
+    "ReentrancyError",
+    "SessionBusyError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "StoreWriteError",
+    "SurfaceError",
+    "UnknownEventTypeError",
+    "UnsupportedFormatError",
+    "ValidationError",
+)
+
+
+class EventLogError(Exception):
+    """Root of every error this library raises on purpose.
+
+    :param message: the human-readable text; it names the place (session, seq) itself.
+    :param session_id: the session the error is about, if any.
+    :param seq: the event position the error is about, if any.
+    :param hint: what an operator can do about it, if anything useful can be said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session_id: str | None = None,
+        seq: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.session_id = session_id
+        self.seq = seq
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message} (hint: {hint})")
+
+
+class ValidationError(EventLogError, ValueError):
+    """An appended event (payload or envelope) is not valid; nothing was committed."""
+
+
+class UnknownEventTypeError(ValidationError):
+    """The event type is not registered in the session's :class:`EventTypes`."""
+
+
+class SurfaceError(ValidationError):
+    """A surface operation is not allowed (bad ``Replace`` span, split tool call, ...)."""
+
+
+class ReentrancyError(EventLogError, RuntimeError):
+    """``append`` was called from inside an observer of the same session."""
+
+
+class ConflictError(EventLogError):
+    """Another writer advanced the stored log; this session object is fenced."""
+
+
+class SessionBusyError(EventLogError):
+    """The session is already open for writing by a live writer."""
+
+
+class SessionNotFoundError(EventLogError, LookupError):
+    """No session with that id exists in the store."""
+
+
+class SessionExistsError(EventLogError):
+    """A session with that id already exists."""
+
+
+class StoreWriteError(EventLogError, OSError):
+    """Writing to the store failed; the batch is kept and the next flush retries it."""
+
+
+class BacklogFullError(EventLogError):
+    """Too many committed bytes are waiting to be written; the event was not committed."""
+
+
+class CorruptLogError(EventLogError):
+    """A stored event fails its integrity check (hash chain, seq order or decoding)."""
+
+
+class UnsupportedFormatError(EventLogError):
+    """The stored data uses a format this version cannot read (newer version, unknown type)."""
+
+
+class ClosedError(EventLogError, RuntimeError):
+    """The store or session is closed, fenced or read-only."""

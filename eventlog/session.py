@@ -1,0 +1,405 @@
+"""A session: one append-only log, its commit barrier and its flush barrier.
+
+``append`` is synchronous and does no I/O: it validates, stamps, stores the frozen event, hands
+the row to the store's write queue and tells observers. ``flush`` waits until everything
+committed before it is durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import time as _time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from .codec import encode_payload, make_row
+from .errors import (
+    ClosedError,
+    ConflictError,
+    ReentrancyError,
+    UnknownEventTypeError,
+    ValidationError,
+)
+from .event import Append, Event, Replace, SurfaceOp
+from .registry import EventTypes
+from .surface import SurfaceIndex, plan_transition
+
+if TYPE_CHECKING:
+    from .writer import Writer
+
+__all__ = ("EventsView", "Observer", "Session")
+
+logger = logging.getLogger("eventlog.session")
+
+Observer = Callable[[Event], None]
+
+#: Default ceiling of one event's encoded payload.
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+
+class EventsView(Sequence[Event]):
+    """An immutable view of a prefix of a session's log: later appends do not show through."""
+
+    __slots__ = ("_events", "_start", "_stop")
+
+    def __init__(self, events: list[Event], start: int, stop: int) -> None:
+        self._events = events
+        self._start = start
+        self._stop = max(start, stop)
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        if isinstance(index, slice):
+            return self._events[self._start : self._stop][index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("event index out of range")
+        return self._events[self._start + index]
+
+    def __iter__(self) -> Iterator[Event]:
+        events = self._events
+        for i in range(self._start, self._stop):
+            yield events[i]
+
+    def __repr__(self) -> str:
+        return f"EventsView(seq {self._start}..{self._stop - 1})"
+
+
+class Session:
+    """One session's log. Get one from ``store.create()`` or ``store.open()``.
+
+    :ivar id: the session id.
+    :ivar metadata: the metadata given at creation.
+    :ivar projection_cache: per-session cache where projections keep ``(state, next_seq)``
+        (DESIGN §6); owned by the projections layer.
+    """
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        types: EventTypes,
+        writer: Writer | None,
+        events: list[Event] | None = None,
+        last_hash: bytes = b"",
+        surface: SurfaceIndex | None = None,
+        metadata: dict[str, Any] | None = None,
+        read_only: bool = False,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        release: Callable[[Session], Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.types = types
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.read_only = read_only or writer is None
+        self.max_event_bytes = max_event_bytes
+        self.projection_cache: dict[object, Any] = {}
+        self._writer = writer
+        self._events: list[Event] = events if events is not None else []
+        self._last_hash = last_hash
+        self._durable = len(self._events) - 1
+        self._surface = surface if surface is not None else SurfaceIndex()
+        self._observers: list[Observer] = []
+        self._notifying = False
+        self._fenced: ConflictError | None = None
+        self._closed = False
+        self._release = release
+        self._last_time = self._events[-1].time if self._events else 0
+
+    # -- watermarks ----------------------------------------------------------------------------
+
+    @property
+    def head(self) -> int:
+        """The last committed seq (-1 when empty)."""
+        return len(self._events) - 1
+
+    @property
+    def durable(self) -> int:
+        """The last seq known durable in the store (``durable <= head``)."""
+        return self._durable
+
+    @property
+    def surface_index(self) -> SurfaceIndex:
+        """The live surface index (read it through ``projections.surface``)."""
+        return self._surface
+
+    @property
+    def fenced(self) -> bool:
+        """True once another writer advanced the stored log under this session."""
+        return self._fenced is not None
+
+    # -- commit --------------------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        surface: SurfaceOp | None = None,
+        sources: Sequence[int] = (),
+        time: int | None = None,
+    ) -> Event:
+        """Commit one event and return it.
+
+        Validation order: payload against its registered type; envelope (a surface operation
+        exactly on surface types, ``sources`` unique and all ``< seq``); the surface transition;
+        the write backlog. Only then is the event stored, queued and shown to observers. Any
+        failure leaves the session exactly as it was.
+
+        :param time: epoch milliseconds; defaults to now (never earlier than the last event).
+        :raises UnknownEventTypeError: ``type`` is not registered.
+        :raises ValidationError: the payload or envelope is invalid, or the event is too large.
+        :raises SurfaceError: the surface operation is not allowed.
+        :raises BacklogFullError: too many bytes wait to be written.
+        :raises ReentrancyError: called from inside an observer of this session.
+        :raises ConflictError: the session is fenced.
+        :raises ClosedError: the session is closed or read-only.
+        """
+        self._check_writable()
+        seq = len(self._events)
+        info = self.types.get(type)
+        if info is None:
+            raise UnknownEventTypeError(
+                f"session {self.id!r}, seq {seq}: event type {type!r} is not registered",
+                session_id=self.id,
+                seq=seq,
+                hint="register app types with EventTypes.register",
+            )
+        payload, raw = encode_payload(info, data, session_id=self.id, seq=seq)
+        if len(raw) > self.max_event_bytes:
+            raise ValidationError(
+                f"session {self.id!r}, seq {seq}: payload of {type!r} is {len(raw)} bytes, "
+                f"over the limit of {self.max_event_bytes}",
+                session_id=self.id,
+                seq=seq,
+            )
+        sources_tuple = self._check_envelope(seq, type, info.surface, surface, sources)
+        transition = None
+        if surface is not None:
+            transition = plan_transition(
+                self._surface,
+                seq=seq,
+                type_=type,
+                data=payload,
+                op=surface,
+                sources=sources_tuple,
+                session_id=self.id,
+                payload_of=self._payload_of,
+            )
+        stamp = self._stamp(seq, time)
+        row = make_row(
+            self._last_hash, seq, type, stamp, surface, sources_tuple, info.ignorable, raw
+        )
+        writer = self._writer
+        assert writer is not None  # _check_writable
+        writer.check_room(self, len(raw))
+        # -- commit point: nothing below may fail --
+        event = Event(
+            seq=seq,
+            type=type,
+            time=stamp,
+            data=payload,
+            surface=surface,
+            sources=sources_tuple,
+            ignorable=info.ignorable,
+        )
+        self._events.append(event)
+        if transition is not None:
+            self._surface.apply(transition)
+        self._last_hash = row.hash
+        self._last_time = stamp
+        writer.enqueue(self, row)
+        if self._observers:
+            self._notify(event)
+        return event
+
+    def _check_writable(self) -> None:
+        if self._notifying:
+            raise ReentrancyError(
+                f"session {self.id!r}: append called from inside an observer",
+                session_id=self.id,
+                seq=len(self._events),
+                hint="schedule the append after the observer returns",
+            )
+        self.raise_if_fenced()
+        if self._closed:
+            raise ClosedError(f"session {self.id!r} is closed", session_id=self.id)
+        if self.read_only:
+            raise ClosedError(
+                f"session {self.id!r} is read-only (opened for reading or with salvage=True)",
+                session_id=self.id,
+            )
+
+    def _check_envelope(
+        self,
+        seq: int,
+        type_: str,
+        is_surface_type: bool,
+        surface: SurfaceOp | None,
+        sources: Sequence[int],
+    ) -> tuple[int, ...]:
+        where = f"session {self.id!r}, seq {seq}, type {type_!r}"
+        if surface is not None and not isinstance(surface, Append | Replace):
+            raise ValidationError(
+                f"{where}: surface must be APPEND, Replace(start, end) or None, "
+                f"got {surface!r}",
+                session_id=self.id,
+                seq=seq,
+            )
+        if is_surface_type and surface is None:
+            raise ValidationError(
+                f"{where}: a surface type needs a surface operation (APPEND or Replace)",
+                session_id=self.id,
+                seq=seq,
+            )
+        if not is_surface_type and surface is not None:
+            raise ValidationError(
+                f"{where}: only user/message, assistant/message and tool/result take a "
+                "surface operation",
+                session_id=self.id,
+                seq=seq,
+            )
+        if not sources:
+            return ()
+        result = tuple(sources)
+        for source in result:
+            if type(source) is not int or not 0 <= source < seq:
+                raise ValidationError(
+                    f"{where}: source {source!r} is not the seq of an earlier event "
+                    f"(0..{seq - 1})",
+                    session_id=self.id,
+                    seq=seq,
+                )
+        if len(set(result)) != len(result):
+            raise ValidationError(
+                f"{where}: sources {list(result)} name the same event twice",
+                session_id=self.id,
+                seq=seq,
+            )
+        return result
+
+    def _stamp(self, seq: int, time: int | None) -> int:
+        if time is None:
+            return max(_time.time_ns() // 1_000_000, self._last_time)
+        if type(time) is not int or time < 0:
+            raise ValidationError(
+                f"session {self.id!r}, seq {seq}: time {time!r} is not epoch milliseconds",
+                session_id=self.id,
+                seq=seq,
+            )
+        return time
+
+    def _payload_of(self, seq: int) -> Any:
+        return self._events[seq].data
+
+    def _notify(self, event: Event) -> None:
+        self._notifying = True
+        try:
+            for observer in tuple(self._observers):
+                try:
+                    observer(event)
+                except Exception:
+                    # Contained: an observer never undoes or blocks a commit.
+                    logger.exception(
+                        "eventlog: observer %r failed on session %r seq %d",
+                        observer,
+                        self.id,
+                        event.seq,
+                    )
+        finally:
+            self._notifying = False
+
+    # -- flush and lifecycle -------------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Return when every event committed before this call is durable.
+
+        Concurrent callers share one write round (group commit).
+
+        :raises StoreWriteError: the write failed; the events stay queued for the next flush.
+        :raises ConflictError: another writer advanced the stored log (the session is fenced).
+        """
+        if self._writer is None or self._durable >= self.head:
+            self.raise_if_fenced()
+            return
+        await self._writer.flush(self)
+
+    async def aclose(self) -> None:
+        """Flush (best effort), release the writer lease; further appends raise ``ClosedError``.
+
+        Shielded from cancellation; idempotent.
+        """
+        if self._closed:
+            return
+        import anyio
+
+        with anyio.CancelScope(shield=True):
+            try:
+                if self._writer is not None and not self.fenced:
+                    await self.flush()
+            finally:
+                self._closed = True
+                if self._release is not None:
+                    await self._release(self)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def events(self, from_seq: int = 0) -> EventsView:
+        """The committed events from ``from_seq`` on, as an immutable view (O(1))."""
+        return EventsView(self._events, max(0, from_seq), len(self._events))
+
+    def subscribe(self, callback: Observer) -> Callable[[], None]:
+        """Call ``callback(event)`` after each commit; returns the function that unsubscribes.
+
+        An observer that raises is logged and ignored; it cannot append to this session.
+        """
+        self._observers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._observers:
+                self._observers.remove(callback)
+
+        return unsubscribe
+
+    # -- used by the writer and stores ---------------------------------------------------------
+
+    def mark_durable(self, seq: int) -> None:
+        """Advance the durable watermark (writer only)."""
+        if seq > self._durable:
+            self._durable = seq
+
+    def fence(self, error: ConflictError) -> None:
+        """Fence the session: every later append or flush raises ``error`` (writer only)."""
+        self._fenced = error
+
+    def raise_if_fenced(self) -> None:
+        """Raise the fencing :class:`ConflictError`, if any."""
+        if self._fenced is not None:
+            raise ConflictError(
+                self._fenced.message,
+                session_id=self.id,
+                seq=self._fenced.seq,
+                hint=self._fenced.hint,
+            )
+
+    @property
+    def last_hash(self) -> bytes:
+        """The chain hash of the last committed event."""
+        return self._last_hash
+
+    def __repr__(self) -> str:
+        state = " fenced" if self.fenced else " closed" if self._closed else ""
+        return f"<Session {self.id!r} head={self.head} durable={self._durable}{state}>"

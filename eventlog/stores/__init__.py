@@ -1,0 +1,17 @@
+"""Stores: where sessions live. ``open_store(url)`` picks the backend from the URL."""
+
+from .base import Backend, SessionInfo, SessionRecord, Store
+from .logstore import LogStore
+from .memory import MemoryBackend, MemoryData
+from .url import open_store
+
+__all__ = (
+    "Backend",
+    "LogStore",
+    "MemoryBackend",
+    "MemoryData",
+    "SessionInfo",
+    "SessionRecord",
+    "Store",
+    "open_store",
+)

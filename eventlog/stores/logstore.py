@@ -1,0 +1,384 @@
+"""The one :class:`Store` implementation, over any :class:`Backend`.
+
+Decoding, hash-chain verification, surface rebuild, leases and the writer live here once, so
+every backend gets the same semantics and the conformance suite tests them all alike.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import Any
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+
+from ..codec import GENESIS_HASH, Row, decode_event, encode_payload, make_row, verify_rows
+from ..errors import (
+    ClosedError,
+    CorruptLogError,
+    EventLogError,
+    SessionBusyError,
+    SurfaceError,
+    ValidationError,
+)
+from ..event import Event
+from ..ids import new_session_id, validate_session_id
+from ..registry import EventTypes
+from ..session import DEFAULT_MAX_EVENT_BYTES, Session
+from ..surface import SurfaceIndex, plan_transition
+from ..vocabulary import SessionForked
+from ..writer import Writer
+from .base import Backend, SessionInfo, SessionRecord
+
+__all__ = ("LogStore", "lease_owner")
+
+
+def lease_owner() -> str:
+    """A lease owner token: ``host:pid:random`` (backends read host and pid for liveness)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+class LogStore:
+    """A :class:`~eventlog.stores.base.Store` over a backend; use as an async context manager.
+
+    :param backend: the storage engine.
+    :param types: the event types sessions accept and decode (core vocabulary by default).
+    :param write_delay: seconds the background writer gathers events before a round.
+    :param max_pending_bytes: backlog ceiling before ``append`` raises ``BacklogFullError``.
+    :param max_event_bytes: ceiling of one event's encoded payload.
+    :param url: shown in ``repr``.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        types: EventTypes | None = None,
+        write_delay: float = 0.010,
+        max_pending_bytes: int = 64 * 1024 * 1024,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        url: str = "",
+    ) -> None:
+        self.backend = backend
+        self.types = types if types is not None else EventTypes()
+        self.url = url
+        self.max_event_bytes = max_event_bytes
+        self._writer = Writer(
+            backend.write, write_delay=write_delay, max_pending_bytes=max_pending_bytes
+        )
+        self._owner = lease_owner()
+        self._open: dict[str, Session] = {}
+        self._task_group: TaskGroup | None = None
+        self._started = False
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> LogStore:
+        await self.backend.start()
+        try:
+            self._task_group = anyio.create_task_group()
+            await self._task_group.__aenter__()
+            await self._writer.start(self._task_group)
+        except BaseException:
+            await self.backend.close()
+            raise
+        self._started = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with anyio.CancelScope(shield=True):
+                for session in list(self._open.values()):
+                    try:
+                        await session.aclose()
+                    except EventLogError:
+                        pass  # reported by flush() to whoever asked; closing goes on
+                await self._writer.aclose()
+        finally:
+            # The task group's scope must be exited outside the shield scope above.
+            if self._task_group is not None:
+                self._task_group.cancel_scope.cancel()
+                await self._task_group.__aexit__(None, None, None)
+                self._task_group = None
+            with anyio.CancelScope(shield=True):
+                await self.backend.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_started", False) and not self._closed:
+            warnings.warn(
+                f"store {self.url or self.backend!r} was never closed",
+                ResourceWarning,
+                stacklevel=1,
+            )
+
+    def _check_open(self) -> None:
+        if self._closed or not self._started:
+            raise ClosedError(
+                f"store {self.url!r} is {'closed' if self._closed else 'not started'}",
+                hint="use `async with open_store(url) as store:`",
+            )
+
+    def __repr__(self) -> str:
+        return f"<LogStore {self.url!r} open_sessions={len(self._open)}>"
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def create(
+        self, session_id: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Session:
+        self._check_open()
+        sid = validate_session_id(session_id) if session_id is not None else new_session_id()
+        record = SessionRecord(
+            id=sid, created_at=time.time_ns() // 1_000_000, metadata=_metadata(metadata)
+        )
+        await self.backend.create_session(record)
+        return await self._lease_and_wrap(sid, [], GENESIS_HASH, SurfaceIndex(), record)
+
+    async def open(self, session_id: str, *, salvage: bool = False) -> Session:
+        self._check_open()
+        sid = validate_session_id(session_id)
+        record = await self.backend.get_session(sid)
+        if salvage:
+            events, last_hash, surface = await self._load(sid, salvage=True)
+            return self._wrap(sid, events, last_hash, surface, record, read_only=True)
+        if sid in self._open:
+            raise SessionBusyError(
+                f"session {sid!r} is already open for writing in this store",
+                session_id=sid,
+                hint="close the other Session object first",
+            )
+        await self.backend.acquire_lease(sid, self._owner)
+        try:
+            events, last_hash, surface = await self._load(sid, salvage=False)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.backend.release_lease(sid, self._owner)
+            raise
+        return self._wrap(sid, events, last_hash, surface, record, read_only=False)
+
+    async def _lease_and_wrap(
+        self,
+        sid: str,
+        events: list[Event],
+        last_hash: bytes,
+        surface: SurfaceIndex,
+        record: SessionRecord,
+    ) -> Session:
+        await self.backend.acquire_lease(sid, self._owner)
+        return self._wrap(sid, events, last_hash, surface, record, read_only=False)
+
+    def _wrap(
+        self,
+        sid: str,
+        events: list[Event],
+        last_hash: bytes,
+        surface: SurfaceIndex,
+        record: SessionRecord,
+        *,
+        read_only: bool,
+    ) -> Session:
+        session = Session(
+            id=sid,
+            types=self.types,
+            writer=None if read_only else self._writer,
+            events=events,
+            last_hash=last_hash,
+            surface=surface,
+            metadata=record.metadata,
+            read_only=read_only,
+            max_event_bytes=self.max_event_bytes,
+            release=None if read_only else self._release,
+        )
+        if not read_only:
+            self._open[sid] = session
+        return session
+
+    async def _release(self, session: Session) -> None:
+        if self._open.get(session.id) is session:
+            del self._open[session.id]
+        self._writer.forget(session)
+        if not self.backend_closed:
+            await self.backend.release_lease(session.id, self._owner)
+
+    @property
+    def backend_closed(self) -> bool:
+        return self._task_group is None and self._closed
+
+    async def _load(
+        self, sid: str, *, salvage: bool
+    ) -> tuple[list[Event], bytes, SurfaceIndex]:
+        """Decode, verify and fold a stored log (see :meth:`Store.open`)."""
+        events: list[Event] = []
+        surface = SurfaceIndex()
+        last_hash = GENESIS_HASH
+        try:
+            async for chunk in self.backend.read_rows(sid, 0, None):
+                for row in chunk:
+                    last_hash = self._load_row(sid, row, events, surface, last_hash)
+        except CorruptLogError:
+            if not salvage:
+                raise
+        except EventLogError as exc:
+            if not salvage or exc.seq is None:
+                raise
+        return events, last_hash, surface
+
+    def _load_row(
+        self, sid: str, row: Row, events: list[Event], surface: SurfaceIndex, prev: bytes
+    ) -> bytes:
+        last_hash = verify_rows([row], prev, len(events), session_id=sid)
+        event = decode_event(row, self.types, session_id=sid)
+        if event.surface is not None:
+            try:
+                surface.apply(
+                    plan_transition(
+                        surface,
+                        seq=event.seq,
+                        type_=event.type,
+                        data=event.data,
+                        op=event.surface,
+                        sources=event.sources,
+                        session_id=sid,
+                        payload_of=lambda seq: events[seq].data,
+                    )
+                )
+            except (SurfaceError, AttributeError) as exc:
+                raise CorruptLogError(
+                    f"session {sid!r}, seq {event.seq}: stored surface operation is invalid: "
+                    f"{exc}",
+                    session_id=sid,
+                    seq=event.seq,
+                    hint="open with salvage=True to read the events before it",
+                ) from exc
+        events.append(event)
+        return last_hash
+
+    async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
+        self._check_open()
+        if limit < 1:
+            raise ValidationError(f"list limit must be at least 1, got {limit}")
+        return await self.backend.list_sessions(after, limit)
+
+    async def read(
+        self, session_id: str, from_seq: int = 0, limit: int | None = None
+    ) -> AsyncIterator[Event]:
+        self._check_open()
+        sid = validate_session_id(session_id)
+        await self.backend.get_session(sid)
+        async for chunk in self.backend.read_rows(sid, max(0, from_seq), limit):
+            for row in chunk:
+                yield decode_event(row, self.types, session_id=sid)
+
+    async def follow(self, session_id: str, after: int = -1) -> AsyncIterator[Event]:
+        self._check_open()
+        sid = validate_session_id(session_id)
+        await self.backend.get_session(sid)
+        last = after
+        while True:
+            async for chunk in self.backend.read_rows(sid, last + 1, None):
+                for row in chunk:
+                    if row.seq != last + 1:
+                        raise CorruptLogError(
+                            f"session {sid!r}, seq {last + 1}: follow found seq {row.seq} "
+                            f"after {last}: events are missing",
+                            session_id=sid,
+                            seq=last + 1,
+                        )
+                    last = row.seq
+                    yield decode_event(row, self.types, session_id=sid)
+            await self.backend.wait_for_change(sid, last)
+            await self.backend.get_session(sid)  # raises once the session was deleted
+
+    async def fork(self, session_id: str, boundary: int) -> Session:
+        self._check_open()
+        sid = validate_session_id(session_id)
+        record = await self.backend.get_session(sid)
+        rows: list[Row] = []
+        async for chunk in self.backend.read_rows(sid, 0, boundary + 1 if boundary >= 0 else 0):
+            rows.extend(chunk)
+        if not 0 <= boundary < len(rows) or boundary > record.head:
+            raise ValidationError(
+                f"session {sid!r}: fork boundary {boundary} is outside the stored log "
+                f"(0..{record.head})",
+                session_id=sid,
+                seq=boundary,
+            )
+        last_hash = verify_rows(rows, GENESIS_HASH, 0, session_id=sid)
+        open_turn = _open_turn_at(rows)
+        if open_turn is not None:
+            raise ValidationError(
+                f"session {sid!r}: fork boundary {boundary} is inside turn {open_turn}, "
+                "which is still open there",
+                session_id=sid,
+                seq=boundary,
+                hint="fork at the turn/end of a turn, or before its turn/start",
+            )
+        child_id = new_session_id()
+        info = self.types.get("session/forked")
+        assert info is not None
+        payload, raw = encode_payload(
+            info, SessionForked(parent=sid, boundary=boundary), session_id=child_id, seq=boundary
+        )
+        stamp = max(time.time_ns() // 1_000_000, rows[-1].time)
+        forked = make_row(last_hash, boundary + 1, "session/forked", stamp, None, (), False, raw)
+        child = SessionRecord(
+            id=child_id,
+            created_at=time.time_ns() // 1_000_000,
+            parent_id=sid,
+            fork_seq=boundary,
+            metadata=dict(record.metadata),
+            head=boundary + 1,
+        )
+        await self.backend.create_session(child, [*rows, forked])
+        return await self.open(child_id)
+
+    async def delete(self, session_id: str) -> None:
+        self._check_open()
+        sid = validate_session_id(session_id)
+        if sid in self._open:
+            raise SessionBusyError(
+                f"session {sid!r} is open for writing in this store; close it before deleting",
+                session_id=sid,
+            )
+        await self.backend.delete_session(sid)
+
+
+def _open_turn_at(rows: Sequence[Row]) -> int | None:
+    """The number of the turn still open after ``rows``, or ``None``."""
+    open_turn: int | None = None
+    for row in rows:
+        if row.type == "turn/start":
+            open_turn = int(msgspec.json.decode(row.data).get("turn", 0))
+        elif row.type == "turn/end":
+            open_turn = None
+    return open_turn
+
+
+def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    try:
+        return dict(msgspec.json.decode(msgspec.json.encode(metadata)))
+    except (TypeError, msgspec.DecodeError) as exc:
+        raise ValidationError(f"metadata is not JSON-serialisable: {exc}") from exc

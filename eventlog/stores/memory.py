@@ -1,0 +1,155 @@
+"""The memory backend: the reference store, obviously correct, used as the model in tests.
+
+Its "disk" is a :class:`MemoryData` object; give the same object to a second store to act out a
+process restart (what was written survives, pending commits and leases do not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from ..codec import Row
+from ..errors import SessionBusyError, SessionExistsError, SessionNotFoundError
+from ..writer import Batch
+from .base import SessionInfo, SessionRecord
+
+__all__ = ("MemoryBackend", "MemoryData")
+
+_CHUNK = 1000
+
+
+@dataclass
+class MemoryData:
+    """The memory store's durable state: session records and their rows."""
+
+    records: dict[str, SessionRecord] = field(default_factory=dict)
+    rows: dict[str, list[Row]] = field(default_factory=dict)
+    leases: dict[str, str] = field(default_factory=dict)
+
+    def restarted(self) -> MemoryData:
+        """The same stored data as seen by a new process: leases are gone."""
+        return MemoryData(records=self.records, rows=self.rows)
+
+
+class MemoryBackend:
+    """Sessions in a dict. Writes are atomic per round, like a transaction."""
+
+    def __init__(self, data: MemoryData | None = None) -> None:
+        self.data = data if data is not None else MemoryData()
+        self._changed = anyio.Event()
+
+    async def start(self) -> None:
+        self._changed = anyio.Event()
+
+    async def close(self) -> None:
+        self._changed.set()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
+        if record.id in self.data.records:
+            raise SessionExistsError(
+                f"session {record.id!r} already exists", session_id=record.id
+            )
+        head = rows[-1].seq if rows else -1
+        self.data.records[record.id] = SessionRecord(
+            id=record.id,
+            created_at=record.created_at,
+            parent_id=record.parent_id,
+            fork_seq=record.fork_seq,
+            metadata=record.metadata,
+            head=head,
+        )
+        self.data.rows[record.id] = list(rows)
+        self._notify()
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        record = self.data.records.get(session_id)
+        if record is None:
+            raise SessionNotFoundError(
+                f"session {session_id!r} does not exist", session_id=session_id
+            )
+        return record
+
+    async def read_rows(
+        self, session_id: str, from_seq: int, limit: int | None
+    ) -> AsyncIterator[Sequence[Row]]:
+        await self.get_session(session_id)
+        rows = self.data.rows.get(session_id, [])
+        stop = len(rows) if limit is None else min(len(rows), from_seq + limit)
+        for start in range(from_seq, stop, _CHUNK):
+            yield rows[start : min(stop, start + _CHUNK)]
+
+    async def write(self, batches: Sequence[Batch]) -> Collection[str]:
+        conflicts = set()
+        for batch in batches:
+            rows = self.data.rows.get(batch.session_id)
+            if rows is None or len(rows) - 1 != batch.expected_head:
+                conflicts.add(batch.session_id)
+        for batch in batches:
+            if batch.session_id in conflicts:
+                continue
+            self.data.rows[batch.session_id].extend(batch.rows)
+            record = self.data.records[batch.session_id]
+            self.data.records[batch.session_id] = SessionRecord(
+                id=record.id,
+                created_at=record.created_at,
+                parent_id=record.parent_id,
+                fork_seq=record.fork_seq,
+                metadata=record.metadata,
+                head=batch.rows[-1].seq,
+            )
+        self._notify()
+        return conflicts
+
+    async def acquire_lease(self, session_id: str, owner: str) -> None:
+        await self.get_session(session_id)
+        holder = self.data.leases.get(session_id)
+        if holder is not None and holder != owner:
+            raise SessionBusyError(
+                f"session {session_id!r} is open for writing by {holder}",
+                session_id=session_id,
+                hint="close the other writer, or wait for its process to end",
+            )
+        self.data.leases[session_id] = owner
+
+    async def release_lease(self, session_id: str, owner: str) -> None:
+        if self.data.leases.get(session_id) == owner:
+            del self.data.leases[session_id]
+
+    async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
+        ids = sorted(i for i in self.data.records if after is None or i > after)[:limit]
+        infos = []
+        for sid in ids:
+            record = self.data.records[sid]
+            rows = self.data.rows.get(sid, [])
+            infos.append(
+                SessionInfo(
+                    id=sid,
+                    created_at=record.created_at,
+                    head=record.head,
+                    parent_id=record.parent_id,
+                    fork_seq=record.fork_seq,
+                    metadata=record.metadata,
+                    last_time=rows[-1].time if rows else None,
+                )
+            )
+        return infos
+
+    async def delete_session(self, session_id: str) -> None:
+        await self.get_session(session_id)
+        del self.data.records[session_id]
+        self.data.rows.pop(session_id, None)
+        self.data.leases.pop(session_id, None)
+        self._notify()
+
+    async def wait_for_change(self, session_id: str, head: int) -> None:
+        rows = self.data.rows.get(session_id)
+        if rows is None or len(rows) - 1 > head:
+            return
+        await self._changed.wait()

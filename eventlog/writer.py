@@ -1,0 +1,221 @@
+"""The store-side write queue: group commit across sessions, the flush barrier.
+
+Committed rows wait here until the single writer task writes them. One round of the writer takes
+everything pending for every session and hands it to the store in one call (one transaction).
+Rounds run one after another, so a flush that waits for the round that starts after its call is
+guaranteed to cover every event committed before the call.
+
+Failure keeps the batch at the front of the queue: nothing committed is dropped, ``flush()``
+raises :class:`StoreWriteError` and the next round retries. A conflict (the stored tail moved
+under a session) fences that session only; the other sessions of the round are still written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from .codec import Row
+from .errors import BacklogFullError, ClosedError, ConflictError, StoreWriteError
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ("Batch", "WriteFunction", "Writer")
+
+logger = logging.getLogger("eventlog.writer")
+
+
+class Batch(NamedTuple):
+    """The rows of one session written in one round.
+
+    ``expected_head`` is the stored head the rows continue (``rows[0].seq - 1``); the store must
+    refuse the batch (report a conflict) when the stored head differs.
+    """
+
+    session_id: str
+    expected_head: int
+    rows: Sequence[Row]
+
+
+#: ``await write(batches)`` writes every batch in one transaction and returns the ids of the
+#: sessions whose ``expected_head`` did not match (those rows were not written).
+WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
+
+
+class _Round:
+    """One write round; flush callers wait for it to finish."""
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.error: BaseException | None = None
+
+
+class Writer:
+    """The queue and the single writer task of one store.
+
+    :param write: the store's batch write (see :data:`WriteFunction`).
+    :param write_delay: seconds the background writer waits for more events before a round.
+    :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
+    """
+
+    def __init__(
+        self,
+        write: WriteFunction,
+        *,
+        write_delay: float = 0.010,
+        max_pending_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        self._write = write
+        self._write_delay = write_delay
+        self.max_pending_bytes = max_pending_bytes
+        self.pending_bytes = 0
+        self._pending: dict[Session, list[Row]] = {}
+        self._next_round = _Round()
+        self._wake = anyio.Event()
+        self._urgent = anyio.Event()
+        self._closed = False
+        self._task_group: TaskGroup | None = None
+        # Rounds never overlap: a batch's expected head is the durable seq of the round before.
+        self._round_lock = anyio.Lock()
+
+    # -- commit side (synchronous, called from Session.append) ---------------------------------
+
+    def check_room(self, session: Session, nbytes: int) -> None:
+        """Refuse a commit that would grow the backlog past ``max_pending_bytes``."""
+        if self._closed:
+            raise ClosedError(f"session {session.id!r}: the store is closed", session_id=session.id)
+        if self.pending_bytes and self.pending_bytes + nbytes > self.max_pending_bytes:
+            raise BacklogFullError(
+                f"session {session.id!r}, seq {session.head + 1}: {self.pending_bytes} bytes "
+                f"are waiting to be written (limit {self.max_pending_bytes})",
+                session_id=session.id,
+                seq=session.head + 1,
+                hint="the store is not keeping up or is failing; flush() shows why",
+            )
+
+    def enqueue(self, session: Session, row: Row) -> None:
+        """Queue a committed row; the background writer writes it after ``write_delay``."""
+        rows = self._pending.get(session)
+        if rows is None:
+            self._pending[session] = [row]
+        else:
+            rows.append(row)
+        self.pending_bytes += len(row.data)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    # -- flush side ----------------------------------------------------------------------------
+
+    async def flush(self, session: Session) -> None:
+        """Return when every event ``session`` committed before the call is durable.
+
+        :raises StoreWriteError: the round that should have written them failed.
+        :raises ConflictError: the session was fenced.
+        """
+        target = session.head
+        while session.durable < target:
+            session.raise_if_fenced()
+            if self._task_group is None:
+                raise ClosedError(
+                    f"session {session.id!r}: the store is closed", session_id=session.id
+                )
+            round_ = self._next_round
+            self._urgent.set()
+            self._wake.set()
+            await round_.done.wait()
+            session.raise_if_fenced()
+            if round_.error is not None and session.durable < target:
+                raise StoreWriteError(
+                    f"session {session.id!r}: writing seqs {session.durable + 1}..{target} "
+                    f"failed: {round_.error}",
+                    session_id=session.id,
+                    seq=session.durable + 1,
+                    hint="the events stay queued; the next flush retries",
+                ) from round_.error
+
+    def forget(self, session: Session) -> list[Row]:
+        """Drop a session's pending rows (it was fenced or crashed); return them."""
+        rows = self._pending.pop(session, [])
+        self.pending_bytes -= sum(len(r.data) for r in rows)
+        return rows
+
+    # -- the writer task -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The background writer; start with ``await task_group.start(writer.run)``."""
+        task_status.started()
+        while True:
+            await self._wake.wait()
+            if not self._urgent.is_set() and self._write_delay > 0:
+                with anyio.move_on_after(self._write_delay):
+                    await self._urgent.wait()
+            self._wake = anyio.Event()
+            self._urgent = anyio.Event()
+            await self._round()
+
+    async def start(self, task_group: TaskGroup) -> None:
+        """Start the writer task inside the store's task group."""
+        self._task_group = task_group
+        await task_group.start(self.run)
+
+    async def _round(self) -> None:
+        async with self._round_lock:
+            await self._round_locked()
+
+    async def _round_locked(self) -> None:
+        round_, self._next_round = self._next_round, _Round()
+        taken, self._pending = self._pending, {}
+        batches = [Batch(s.id, s.durable, rows) for s, rows in taken.items()]
+        try:
+            if batches:
+                # Shielded: a cancelled caller never leaves "did it commit?" unanswerable.
+                with anyio.CancelScope(shield=True):
+                    conflicts = await self._write(batches)
+                self._settle(taken, conflicts)
+        except Exception as exc:
+            round_.error = exc
+            self._requeue(taken)
+            logger.warning("eventlog: write round failed, batch kept for retry: %s", exc)
+        finally:
+            round_.done.set()
+
+    def _settle(self, taken: dict[Session, list[Row]], conflicts: Collection[str]) -> None:
+        for session, rows in taken.items():
+            self.pending_bytes -= sum(len(r.data) for r in rows)
+            if session.id in conflicts:
+                session.fence(
+                    ConflictError(
+                        f"session {session.id!r}, seq {rows[0].seq}: another writer advanced "
+                        f"the stored log past seq {rows[0].seq - 1}; this session is fenced",
+                        session_id=session.id,
+                        seq=rows[0].seq,
+                        hint="reopen the session to continue from the stored log",
+                    )
+                )
+                self.forget(session)
+            else:
+                session.mark_durable(rows[-1].seq)
+
+    def _requeue(self, taken: dict[Session, list[Row]]) -> None:
+        # The failed rows go back in front of anything committed meanwhile.
+        for session, rows in taken.items():
+            newer = self._pending.pop(session, [])
+            self._pending[session] = rows + newer
+
+    async def aclose(self) -> None:
+        """Write what is pending (best effort, shielded) and stop accepting commits."""
+        with anyio.CancelScope(shield=True):
+            if self._pending and self._task_group is not None:
+                try:
+                    await self._round()
+                except Exception:  # pragma: no cover - _round never raises
+                    logger.exception("eventlog: final write failed")
+        self._closed = True
+        self._task_group = None
