@@ -1,0 +1,48 @@
+"""``python -m benchmarks [SUITE ...] [--quick]``: print measured figures.
+
+Suites: ``core`` (commit throughput), ``projections``, ``sqlite``, ``postgres``, ``peers``.
+Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
+Each figure is the median of several runs with its min–max spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import sqlite3
+import sys
+
+SUITES = {
+    "core": "benchmarks.core",
+    "projections": "benchmarks.projections_bench",
+    "sqlite": "benchmarks.sqlite_bench",
+    "postgres": "benchmarks.postgres_bench",
+    "peers": "benchmarks.peers",
+}
+DEFAULT = ("core", "projections", "sqlite", "postgres")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("suites", nargs="*", choices=[*SUITES, []], metavar="SUITE")
+    parser.add_argument("--quick", action="store_true", help="fewer and smaller runs")
+    args = parser.parse_args(argv)
+    print(
+        f"# machine: {platform.machine()} {platform.processor() or ''}; Python "
+        f"{platform.python_version()}; SQLite {sqlite3.sqlite_version}",
+        flush=True,
+    )
+    for name in args.suites or DEFAULT:
+        print(f"\n## {name}", flush=True)
+        try:
+            module = importlib.import_module(SUITES[name])
+        except ImportError as exc:
+            print(f"(suite {name!r} is not available: {exc})", flush=True)
+            continue
+        module.main(quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

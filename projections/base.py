@@ -1,0 +1,65 @@
+"""The projection protocol and its lazy catch-up (DESIGN §6).
+
+A projection is a fold: ``initial()`` then ``apply(state, event)`` for each event in order. The
+same fold serves a live session (caught up lazily when read, O(new events) per read, nothing at
+commit) and a cold rebuild over a stored log (:func:`fold`).
+
+``apply`` may update ``state`` in place and return it, for speed; what a projection *hands to
+readers* must then be an immutable snapshot (a tuple, a frozen struct, or a view with a captured
+length), so a value a reader holds never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol, TypeVar
+
+from eventlog import Event, Session
+
+__all__ = ("Projection", "catch_up", "fold")
+
+S = TypeVar("S")
+
+
+class Projection(Protocol[S]):
+    """A pure fold over events. ``key`` identifies its cache slot on a session."""
+
+    @property
+    def key(self) -> object: ...
+
+    def initial(self) -> S:
+        """The state before any event."""
+        ...
+
+    def apply(self, state: S, event: Event) -> S:
+        """The state after ``event``; may mutate and return ``state``."""
+        ...
+
+
+def fold(projection: Projection[S], events: Iterable[Event]) -> S:
+    """Rebuild a projection's state from scratch over ``events``."""
+    state = projection.initial()
+    for event in events:
+        state = projection.apply(state, event)
+    return state
+
+
+def catch_up(session: Session, projection: Projection[S]) -> S:
+    """The projection's state for everything ``session`` committed so far.
+
+    Keeps ``(state, next_seq)`` in ``session.projection_cache`` and applies only the events
+    committed since the last read.
+    """
+    cache = session.projection_cache
+    entry = cache.get(projection.key)
+    if entry is None:
+        state, next_seq = projection.initial(), 0
+    else:
+        state, next_seq = entry
+    head = session.head
+    if next_seq <= head:
+        apply = projection.apply
+        for event in session.events(next_seq):
+            state = apply(state, event)
+        cache[projection.key] = (state, head + 1)
+    return state
