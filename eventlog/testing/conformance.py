@@ -1,0 +1,330 @@
+"""The store conformance suite: one contract, every store.
+
+Subclass :class:`StoreConformance` in a test module (the base class name does not start with
+``Test`` so pytest collects only subclasses) and implement two hooks::
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture(autouse=True)
+        def _location(self, tmp_path: Path) -> None:
+            self.path = tmp_path / "sessions.db"
+
+        def make_store(self) -> LogStore:
+            return open_store(f"sqlite:///{self.path}")
+
+        async def tamper_event(self, session_id: str, seq: int) -> None:
+            ...  # side door: flip one byte of the stored event's data
+
+``make_store`` returns a new, not yet entered store over the same stored data each time it is
+called, so a test can close one and open another to act out a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from ..errors import (
+    ClosedError,
+    ConflictError,
+    CorruptLogError,
+    SessionBusyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    UnsupportedFormatError,
+    ValidationError,
+)
+from ..event import APPEND, Event, Unknown
+from ..message import Message
+from ..registry import EventTypes
+from ..session import Session
+from ..stores.logstore import LogStore
+from ..vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
+
+__all__ = ("StoreConformance",)
+
+
+class _Note(msgspec.Struct, frozen=True, kw_only=True):
+    text: str
+
+
+def _user(session: Session, text: str) -> Event:
+    return session.append("user/message", UserMessage(message=Message.user(text)), surface=APPEND)
+
+
+def _turn(session: Session, turn: int, text: str = "hello") -> None:
+    session.append("turn/start", TurnStart(turn=turn))
+    _user(session, text)
+    session.append("step/start", StepStart(turn=turn, step=1))
+    session.append("step/end", StepEnd(turn=turn, step=1))
+    session.append("turn/end", TurnEnd(turn=turn, reason="completed"))
+
+
+def _same(a: list[Event], b: list[Event]) -> None:
+    assert [msgspec.to_builtins(e) for e in a] == [msgspec.to_builtins(e) for e in b]
+
+
+@pytest.mark.anyio
+class StoreConformance:
+    """The contract of :class:`~eventlog.stores.base.Store`, run against one store."""
+
+    def make_store(self, **options: Any) -> LogStore:
+        """A new, not yet entered store over this test's stored data."""
+        raise NotImplementedError
+
+    async def tamper_event(self, session_id: str, seq: int) -> None:
+        """Flip one byte of the stored data of event ``seq`` (a side door to the raw rows)."""
+        raise NotImplementedError
+
+    # -- create and open -----------------------------------------------------------------------
+
+    async def test_create_gives_an_empty_writable_session(self) -> None:
+        async with self.make_store() as store:
+            session = await store.create(session_id="s-1", metadata={"app": "demo"})
+            assert (session.id, session.head, session.durable) == ("s-1", -1, -1)
+            assert session.metadata == {"app": "demo"}
+            assert repr(session) == "<Session 's-1' head=-1 durable=-1>"
+
+    async def test_create_refuses_a_taken_or_malformed_id(self) -> None:
+        async with self.make_store() as store:
+            await store.create(session_id="taken")
+            with pytest.raises(SessionExistsError, match="session 'taken' already exists"):
+                await store.create(session_id="taken")
+            with pytest.raises(ValidationError, match=r"session id '\.\./etc' is not valid"):
+                await store.create(session_id="../etc")
+
+    async def test_flushed_events_survive_a_restart_exactly(self) -> None:
+        # Write a turn and flush it.
+        async with self.make_store() as store:
+            session = await store.create(session_id="s")
+            _turn(session, 1)
+            await session.flush()
+            assert session.durable == session.head == 4
+            written, last_hash = list(session.events()), session.last_hash
+        # A new store over the same data loads the same events and chain.
+        async with self.make_store() as store:
+            again = await store.open("s")
+            _same(list(again.events()), written)
+            assert again.last_hash == last_hash
+            assert (again.head, again.durable) == (4, 4)
+            assert again.surface_index.nodes == [1]
+            # It continues the log where it stopped.
+            _turn(again, 2)
+            await again.flush()
+        async with self.make_store() as store:
+            assert (await store.open("s")).head == 9
+
+    async def test_closing_the_store_writes_what_was_committed(self) -> None:
+        async with self.make_store() as store:
+            session = await store.create(session_id="s")
+            _turn(session, 1)
+        async with self.make_store() as store:
+            assert (await store.open("s")).head == 4
+
+    async def test_open_of_a_missing_session_names_it(self) -> None:
+        async with self.make_store() as store:
+            with pytest.raises(SessionNotFoundError, match="session 'nope' does not exist"):
+                await store.open("nope")
+
+    async def test_a_second_writer_is_refused_until_the_first_closes(self) -> None:
+        async with self.make_store() as store:
+            first = await store.create(session_id="s")
+            with pytest.raises(SessionBusyError):
+                await store.open("s")
+            # Another store in this same process is refused too.
+            async with self.make_store() as other:
+                with pytest.raises(SessionBusyError):
+                    await other.open("s")
+            await first.aclose()
+            second = await store.open("s")
+            assert second.head == -1
+
+    async def test_concurrent_flushes_share_one_barrier(self) -> None:
+        async with self.make_store() as store:
+            a, b = await store.create(session_id="a"), await store.create(session_id="b")
+            for i in range(50):
+                _user(a, f"a{i}")
+                _user(b, f"b{i}")
+            async with anyio.create_task_group() as tg:
+                for session in (a, b, a, b):
+                    tg.start_soon(session.flush)
+            assert (a.durable, b.durable) == (49, 49)
+
+    async def test_the_background_writer_flushes_without_being_asked(self) -> None:
+        async with self.make_store(write_delay=0.001) as store:
+            session = await store.create(session_id="s")
+            _user(session, "hi")
+            with anyio.fail_after(10):
+                while session.durable < 0:
+                    await anyio.sleep(0.001)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def test_read_streams_a_range_without_the_lease(self) -> None:
+        async with self.make_store() as store:
+            session = await store.create(session_id="s")
+            for i in range(30):
+                _user(session, f"m{i}")
+            await session.flush()
+            seqs = [e.seq async for e in store.read("s", from_seq=10, limit=5)]
+            assert seqs == [10, 11, 12, 13, 14]
+            everything = [e async for e in store.read("s")]
+            _same(everything, list(session.events()))
+            with pytest.raises(SessionNotFoundError):
+                [e async for e in store.read("missing")]
+
+    async def test_list_is_paginated_by_id(self) -> None:
+        async with self.make_store() as store:
+            for name in ("c", "a", "e", "b", "d"):
+                await store.create(session_id=name)
+            first = await store.list(limit=2)
+            assert [i.id for i in first] == ["a", "b"]
+            rest = await store.list(after="b", limit=10)
+            assert [i.id for i in rest] == ["c", "d", "e"]
+            with pytest.raises(ValidationError, match="list limit must be at least 1"):
+                await store.list(limit=0)
+
+    async def test_list_reports_heads_and_last_activity(self) -> None:
+        async with self.make_store() as store:
+            session = await store.create(session_id="s")
+            _turn(session, 1)
+            await session.flush()
+            (info,) = await store.list()
+            assert (info.id, info.head, info.error) == ("s", 4, None)
+            assert info.last_time == session.events()[-1].time
+
+    async def test_follow_yields_stored_then_live_events_once_each(self) -> None:
+        async with self.make_store(write_delay=0.001) as store:
+            session = await store.create(session_id="s")
+            for i in range(3):
+                _user(session, f"before {i}")
+            await session.flush()
+            seen: list[int] = []
+
+            async def follow() -> None:
+                async for event in store.follow("s", after=0):
+                    seen.append(event.seq)
+                    if event.seq == 7:
+                        return
+
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(follow)
+                    for i in range(5):
+                        _user(session, f"live {i}")
+                        await session.flush()
+            assert seen == [1, 2, 3, 4, 5, 6, 7]
+
+    # -- fork and delete -----------------------------------------------------------------------
+
+    async def test_fork_copies_the_prefix_and_marks_the_child(self) -> None:
+        async with self.make_store() as store:
+            parent = await store.create(session_id="p")
+            _turn(parent, 1)
+            _turn(parent, 2)
+            await parent.flush()
+            child = await store.fork("p", boundary=4)
+            events = list(child.events())
+            assert [e.seq for e in events] == list(range(6))
+            _same(events[:5], list(parent.events())[:5])
+            assert events[5].type == "session/forked"
+            assert (events[5].data.parent, events[5].data.boundary) == ("p", 4)
+            _turn(child, 2, "a different second turn")
+            await child.flush()
+            (info,) = [i for i in await store.list() if i.id == child.id]
+            assert (info.parent_id, info.fork_seq, info.head) == ("p", 4, 10)
+            assert parent.head == 9
+
+    async def test_fork_refuses_a_boundary_inside_an_open_turn_or_outside_the_log(self) -> None:
+        async with self.make_store() as store:
+            parent = await store.create(session_id="p")
+            _turn(parent, 1)
+            await parent.flush()
+            with pytest.raises(ValidationError, match="fork boundary 2 is inside turn 1"):
+                await store.fork("p", boundary=2)
+            with pytest.raises(ValidationError, match="fork boundary 9 is outside"):
+                await store.fork("p", boundary=9)
+
+    async def test_delete_removes_a_closed_session(self) -> None:
+        async with self.make_store() as store:
+            session = await store.create(session_id="s")
+            _turn(session, 1)
+            with pytest.raises(SessionBusyError):
+                await store.delete("s")
+            await session.aclose()
+            await store.delete("s")
+            with pytest.raises(SessionNotFoundError):
+                await store.open("s")
+            with pytest.raises(SessionNotFoundError):
+                await store.delete("s")
+            assert await store.list() == []
+
+    # -- single writer -------------------------------------------------------------------------
+
+    async def test_a_stale_writer_is_fenced_and_others_in_its_batch_are_not(self) -> None:
+        async with self.make_store() as store, self.make_store() as other:
+            stale = await store.create(session_id="s")
+            bystander = await store.create(session_id="b")
+            _user(stale, "first")
+            await stale.flush()
+            # The stale writer's lease is lost (as after an expiry) and another writer moves on.
+            await store.backend.release_lease("s", store._owner)
+            winner = await other.open("s")
+            _user(winner, "winner")
+            await winner.flush()
+            # The stale writer and a bystander commit into the same write round.
+            _user(stale, "loser")
+            _user(bystander, "unaffected")
+            with pytest.raises(ConflictError, match="another writer advanced the stored log"):
+                await stale.flush()
+            await bystander.flush()
+            assert bystander.durable == 0
+            with pytest.raises(ConflictError):
+                _user(stale, "again")
+            stored = [e async for e in other.read("s")]
+            assert [e.data.message.text for e in stored] == ["first", "winner"]
+
+    # -- integrity and format ------------------------------------------------------------------
+
+    async def test_a_flipped_byte_is_found_on_open_naming_the_seq(self) -> None:
+        async with self.make_store() as store:
+            session = await store.create(session_id="s")
+            for i in range(6):
+                _user(session, f"message {i}")
+        await self.tamper_event("s", 3)
+        async with self.make_store() as store:
+            with pytest.raises(CorruptLogError, match=r"session 's', seq 3") as caught:
+                await store.open("s")
+            assert caught.value.seq == 3
+            # Salvage opens read-only up to the last good event.
+            salvaged = await store.open("s", salvage=True)
+            assert salvaged.head == 2
+            with pytest.raises(ClosedError, match="read-only"):
+                _user(salvaged, "no")
+
+    async def test_unknown_types_are_kept_if_ignorable_and_refused_otherwise(self) -> None:
+        types = EventTypes()
+        types.register("app/note", _Note, ignorable=True)
+        types.register("app/strict", _Note)
+        async with self.make_store(types=types) as store:
+            session = await store.create(session_id="s")
+            session.append("app/note", _Note(text="kept"))
+            await session.flush()
+            strict = await store.create(session_id="strict")
+            strict.append("app/strict", _Note(text="needs its type"))
+        async with self.make_store() as store:
+            event = (await store.open("s")).events()[0]
+            assert event.data == Unknown(b'{"text":"kept"}')
+            with pytest.raises(UnsupportedFormatError, match="seq 0: event type 'app/strict'"):
+                await store.open("strict")
+
+    async def test_a_closed_store_refuses_work(self) -> None:
+        store = self.make_store()
+        async with store:
+            session = await store.create(session_id="s")
+        with pytest.raises(ClosedError, match="is closed"):
+            await store.open("s")
+        with pytest.raises(ClosedError):
+            _user(session, "after close")

@@ -1,0 +1,31 @@
+"""The conformance suite against the memory store (the reference store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from eventlog import open_store
+from eventlog.codec import Row
+from eventlog.stores import LogStore, MemoryData
+from eventlog.testing import StoreConformance
+
+
+class TestMemoryStore(StoreConformance):
+    @pytest.fixture(autouse=True)
+    def _data(self) -> None:
+        self.data = MemoryData()
+
+    def make_store(self, **options: Any) -> LogStore:
+        # Stores share the data, leases included, like two stores on one file in one process.
+        return open_store("memory:", data=self.data, **options)
+
+    async def tamper_event(self, session_id: str, seq: int) -> None:
+        rows = self.data.rows[session_id]
+        row = rows[seq]
+        data = bytearray(row.data)
+        data[len(data) // 2] ^= 0x01
+        rows[seq] = msgspec.structs.replace(row, data=bytes(data))
+        assert isinstance(rows[seq], Row)
