@@ -64,8 +64,7 @@ def encode_payload(info: TypeInfo, data: Any, *, session_id: str, seq: int) -> t
         if type(data) is not info.payload:
             if isinstance(data, msgspec.Struct):
                 raise ValidationError(
-                    f"{where}: expected payload {info.payload.__name__}, "
-                    f"got {type(data).__name__}",
+                    f"{where}: expected payload {info.payload.__name__}, got {type(data).__name__}",
                     session_id=session_id,
                     seq=seq,
                 )

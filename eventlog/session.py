@@ -248,8 +248,7 @@ class Session:
         where = f"session {self.id!r}, seq {seq}, type {type_!r}"
         if surface is not None and not isinstance(surface, Append | Replace):
             raise ValidationError(
-                f"{where}: surface must be APPEND, Replace(start, end) or None, "
-                f"got {surface!r}",
+                f"{where}: surface must be APPEND, Replace(start, end) or None, got {surface!r}",
                 session_id=self.id,
                 seq=seq,
             )
@@ -272,8 +271,7 @@ class Session:
         for source in result:
             if type(source) is not int or not 0 <= source < seq:
                 raise ValidationError(
-                    f"{where}: source {source!r} is not the seq of an earlier event "
-                    f"(0..{seq - 1})",
+                    f"{where}: source {source!r} is not the seq of an earlier event (0..{seq - 1})",
                     session_id=self.id,
                     seq=seq,
                 )

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import SurfaceError
 from .event import Replace, SurfaceOp
-from .message import Message, ToolResultPart
+from .message import Message
 
 __all__ = ("SurfaceIndex", "SurfaceTransition", "plan_transition")
 
@@ -166,22 +166,26 @@ def _check_pruning(
     session_id: str,
     seq: int,
 ) -> None:
-    old = payload_of(shadowed[0]) if payload_of is not None and len(shadowed) == 1 else None
-    old_parts = old.message.tool_results if old is not None and hasattr(old, "message") else ()
+    """A ``tool/result`` replacement prunes: one ``tool/result`` of the same call, only its
+    content changed."""
+    old: Message | None = None
+    if payload_of is not None and len(shadowed) == 1:
+        old = getattr(payload_of(shadowed[0]), "message", None)
     new_parts = message.tool_results
-    if (
-        len(shadowed) != 1
-        or len(old_parts) != 1
-        or len(new_parts) != 1
-        or len(message.content) != 1
-        or old.message.role != "tool"
-        or old_parts[0].call_id != new_parts[0].call_id
-        or old_parts[0].is_error != new_parts[0].is_error
-    ):
+    old_parts = old.tool_results if old is not None else ()
+    same_call = (
+        old is not None
+        and old.role == "tool"
+        and len(old_parts) == 1
+        and len(new_parts) == 1
+        and len(message.content) == 1
+        and old_parts[0].call_id == new_parts[0].call_id
+        and old_parts[0].is_error == new_parts[0].is_error
+    )
+    if not same_call:
         raise SurfaceError(
             f"{where}: a tool/result replacement must shadow exactly one tool/result of the "
             "same call and change only its content",
             session_id=session_id,
             seq=seq,
         )
-    assert isinstance(new_parts[0], ToolResultPart)

@@ -49,40 +49,40 @@ class _Payload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """Base of every payload: frozen, keyword-only, unknown fields tolerated on read."""
 
 
-class TurnStart(_Payload):
+class TurnStart(_Payload, frozen=True, kw_only=True):
     """A turn begins. Turns count from 1."""
 
     turn: int
 
 
-class TurnEnd(_Payload):
+class TurnEnd(_Payload, frozen=True, kw_only=True):
     """A turn ends; ``interrupted`` is written only by recovery."""
 
     turn: int
     reason: TurnEndReason
 
 
-class StepStart(_Payload):
+class StepStart(_Payload, frozen=True, kw_only=True):
     """A step (one model request and its tools) begins. Steps count from 1 in each turn."""
 
     turn: int
     step: int
 
 
-class StepEnd(_Payload):
+class StepEnd(_Payload, frozen=True, kw_only=True):
     """A step ends."""
 
     turn: int
     step: int
 
 
-class UserMessage(_Payload):
+class UserMessage(_Payload, frozen=True, kw_only=True):
     """A user (or checkpoint) message on the surface."""
 
     message: Message
 
 
-class Usage(_Payload):
+class Usage(_Payload, frozen=True, kw_only=True):
     """Token accounting reported by the model provider."""
 
     input_tokens: int = 0
@@ -91,7 +91,7 @@ class Usage(_Payload):
     reasoning_tokens: int = 0
 
 
-class AssistantMessage(_Payload):
+class AssistantMessage(_Payload, frozen=True, kw_only=True):
     """A settled model reply. ``interrupted`` marks a reply cut short (cancel, max tokens)."""
 
     turn: int
@@ -102,7 +102,7 @@ class AssistantMessage(_Payload):
     interrupted: bool = False
 
 
-class AssistantAttempt(_Payload):
+class AssistantAttempt(_Payload, frozen=True, kw_only=True):
     """A settled model attempt that produced nothing model-visible (e.g. failed before output)."""
 
     turn: int
@@ -110,7 +110,7 @@ class AssistantAttempt(_Payload):
     error: str | None = None
 
 
-class ToolCall(_Payload):
+class ToolCall(_Payload, frozen=True, kw_only=True):
     """A tool body is about to run. Logged (and flushed) before the body starts."""
 
     turn: int
@@ -120,14 +120,14 @@ class ToolCall(_Payload):
     arguments: str
 
 
-class ToolError(_Payload):
+class ToolError(_Payload, frozen=True, kw_only=True):
     """A machine-readable error classification of a tool result."""
 
     name: str
     code: str
 
 
-class ToolOutcome(_Payload):
+class ToolOutcome(_Payload, frozen=True, kw_only=True):
     """A tool body finished; its result is durable before its turn in the model's order comes."""
 
     turn: int
@@ -137,7 +137,7 @@ class ToolOutcome(_Payload):
     error: ToolError | None = None
 
 
-class ToolResult(_Payload):
+class ToolResult(_Payload, frozen=True, kw_only=True):
     """The answer to one tool call, on the surface, in the model's order."""
 
     turn: int
@@ -146,7 +146,7 @@ class ToolResult(_Payload):
     error: ToolError | None = None
 
 
-class ToolSpec(_Payload):
+class ToolSpec(_Payload, frozen=True, kw_only=True):
     """A tool as offered to the model: name, description and JSON-schema parameters."""
 
     name: str
@@ -154,7 +154,7 @@ class ToolSpec(_Payload):
     parameters: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class RequestHeader(_Payload):
+class RequestHeader(_Payload, frozen=True, kw_only=True):
     """What changed in the model request since the last header; ``None`` means unchanged."""
 
     system: str | None = None
@@ -163,7 +163,7 @@ class RequestHeader(_Payload):
     params: dict[str, Any] | None = None
 
 
-class InboxItem(_Payload):
+class InboxItem(_Payload, frozen=True, kw_only=True):
     """One queued input. ``wake`` false means it waits for the next step without starting one."""
 
     id: str
@@ -172,7 +172,7 @@ class InboxItem(_Payload):
     wake: bool = True
 
 
-class InboxSpliced(_Payload):
+class InboxSpliced(_Payload, frozen=True, kw_only=True):
     """Splice of one inbox list: remove ``removed`` items at ``start``, insert ``inserted``.
 
     ``outcome`` says why items were removed: ``claimed`` (taken by a step) or ``canceled``
@@ -186,7 +186,7 @@ class InboxSpliced(_Payload):
     outcome: Literal["claimed", "canceled"] | None = None
 
 
-class CompactionStart(_Payload):
+class CompactionStart(_Payload, frozen=True, kw_only=True):
     """A compaction of the surface span ``[start, end]`` (seqs of current nodes) begins."""
 
     start: int
@@ -194,21 +194,21 @@ class CompactionStart(_Payload):
     trigger: Literal["auto", "manual"] = "auto"
 
 
-class CompactionSummary(_Payload):
+class CompactionSummary(_Payload, frozen=True, kw_only=True):
     """The summary produced for a compaction."""
 
     text: str
     usage: Usage | None = None
 
 
-class CompactionEnd(_Payload):
+class CompactionEnd(_Payload, frozen=True, kw_only=True):
     """A compaction ends; ``checkpoint`` is the seq of the replacing message when completed."""
 
     outcome: Literal["completed", "aborted"] = "completed"
     checkpoint: int | None = None
 
 
-class SessionForked(_Payload):
+class SessionForked(_Payload, frozen=True, kw_only=True):
     """This session was forked from ``parent`` after its event ``boundary``."""
 
     parent: str

@@ -223,9 +223,7 @@ class LogStore:
     def backend_closed(self) -> bool:
         return self._task_group is None and self._closed
 
-    async def _load(
-        self, sid: str, *, salvage: bool
-    ) -> tuple[list[Event], bytes, SurfaceIndex]:
+    async def _load(self, sid: str, *, salvage: bool) -> tuple[list[Event], bytes, SurfaceIndex]:
         """Decode, verify and fold a stored log (see :meth:`Store.open`)."""
         events: list[Event] = []
         surface = SurfaceIndex()
@@ -263,8 +261,7 @@ class LogStore:
                 )
             except (SurfaceError, AttributeError) as exc:
                 raise CorruptLogError(
-                    f"session {sid!r}, seq {event.seq}: stored surface operation is invalid: "
-                    f"{exc}",
+                    f"session {sid!r}, seq {event.seq}: stored surface operation is invalid: {exc}",
                     session_id=sid,
                     seq=event.seq,
                     hint="open with salvage=True to read the events before it",
@@ -335,7 +332,7 @@ class LogStore:
         child_id = new_session_id()
         info = self.types.get("session/forked")
         assert info is not None
-        payload, raw = encode_payload(
+        _, raw = encode_payload(
             info, SessionForked(parent=sid, boundary=boundary), session_id=child_id, seq=boundary
         )
         stamp = max(time.time_ns() // 1_000_000, rows[-1].time)

@@ -53,9 +53,7 @@ class MemoryBackend:
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         if record.id in self.data.records:
-            raise SessionExistsError(
-                f"session {record.id!r} already exists", session_id=record.id
-            )
+            raise SessionExistsError(f"session {record.id!r} already exists", session_id=record.id)
         head = rows[-1].seq if rows else -1
         self.data.records[record.id] = SessionRecord(
             id=record.id,
