@@ -1,0 +1,495 @@
+"""The timeline projection: the open turn and step, numbering, and every tool call's state.
+
+DESIGN §6. A tool call moves through up to four states, each proven by the seq of one event:
+
+``proposed``
+    the model asked for it (a ``ToolCallPart`` in an appended ``assistant/message``);
+``started``
+    ``tool/call`` was logged (the body may have run);
+``completed``
+    ``tool/outcome`` was logged (the body ran; its result is durable);
+``resulted``
+    ``tool/result`` was logged (the model will see the answer).
+
+A call is identified by ``(turn, step, call_id)``: providers only promise call ids unique within
+one reply. Turns count from 1; steps restart at 1 in each turn.
+
+The fold also collects *findings*: events that break the numbering or pairing rules (a second
+``turn/start`` while a turn is open, a result for a call nobody proposed, a call answered twice,
+...). A log written by the agent has none; recovery reports them as integrity findings.
+
+Reading is O(1) in the history length: :func:`timeline` returns an immutable :class:`Timeline`
+snapshot that shares the fold's append-only version log, so a snapshot a reader holds never
+changes when the session moves on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Literal, NamedTuple
+
+import msgspec
+
+from eventlog import Event, Replace, Session
+
+from .base import catch_up, fold
+
+__all__ = (
+    "CallKey",
+    "CallStatus",
+    "Finding",
+    "OpenStep",
+    "OpenTurn",
+    "TIMELINE",
+    "Timeline",
+    "TimelineProjection",
+    "TimelineState",
+    "ToolCallState",
+    "timeline",
+)
+
+CallStatus = Literal["proposed", "started", "completed", "resulted"]
+
+
+class CallKey(NamedTuple):
+    """Identifies one tool call: the step that proposed it and the model's call id."""
+
+    turn: int
+    step: int
+    call_id: str
+
+
+class ToolCallState(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one tool call stands, with the seq of the event that proves each state.
+
+    :ivar index: position among the calls proposed in its step (the model's order); ``None``
+        when the call was never proposed (a finding).
+    :ivar proposed: seq of the ``assistant/message`` proposing it.
+    :ivar call: seq of its ``tool/call``.
+    :ivar outcome: seq of its ``tool/outcome``.
+    :ivar result: seq of its ``tool/result`` (the first one appended; pruning replaces are
+        not answers).
+    """
+
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    index: int | None = None
+    proposed: int | None = None
+    call: int | None = None
+    outcome: int | None = None
+    result: int | None = None
+
+    @property
+    def key(self) -> CallKey:
+        return CallKey(self.turn, self.step, self.call_id)
+
+    @property
+    def status(self) -> CallStatus:
+        """The furthest state reached."""
+        if self.result is not None:
+            return "resulted"
+        if self.outcome is not None:
+            return "completed"
+        if self.call is not None:
+            return "started"
+        return "proposed"
+
+
+class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
+    """The turn that has started and not ended; ``seq`` is its ``turn/start``."""
+
+    number: int
+    seq: int
+
+
+class OpenStep(msgspec.Struct, frozen=True, kw_only=True):
+    """The step that has started and not ended; ``seq`` is its ``step/start``."""
+
+    turn: int
+    number: int
+    seq: int
+
+
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
+    """An event that breaks the timeline's rules; ``message`` names the seq and the rule."""
+
+    seq: int
+    message: str
+
+
+class TimelineState:
+    """The fold's mutable state. Readers get :class:`Timeline` snapshots, never this."""
+
+    __slots__ = (
+        "findings",
+        "history",
+        "last_step",
+        "last_turn",
+        "seq",
+        "snapshot",
+        "step",
+        "step_calls",
+        "turn",
+        "unanswered",
+        "versions",
+    )
+
+    def __init__(self) -> None:
+        self.seq = -1
+        self.turn: OpenTurn | None = None
+        self.step: OpenStep | None = None
+        self.last_turn = 0
+        self.last_step = 0
+        # Append-only: every state any call passed through, in the order it was reached.
+        self.versions: list[ToolCallState] = []
+        # Call key -> positions of its versions in ``versions`` (at most four, ascending).
+        self.history: dict[CallKey, list[int]] = {}
+        self.step_calls: list[CallKey] = []
+        # Ordered set of calls with no result yet.
+        self.unanswered: dict[CallKey, None] = {}
+        self.findings: list[Finding] = []
+        self.snapshot: Timeline | None = None
+
+    def latest(self, key: CallKey) -> ToolCallState | None:
+        positions = self.history.get(key)
+        return self.versions[positions[-1]] if positions else None
+
+    def put(self, state: ToolCallState) -> None:
+        key = state.key
+        positions = self.history.get(key)
+        if positions is None:
+            self.history[key] = [len(self.versions)]
+        else:
+            positions.append(len(self.versions))
+        self.versions.append(state)
+
+    def find(self, seq: int, message: str) -> None:
+        self.findings.append(Finding(seq=seq, message=f"seq {seq}: {message}"))
+
+
+class Timeline:
+    """An immutable snapshot of the timeline after event ``seq``.
+
+    :ivar seq: the last event folded in (-1 for an empty log).
+    :ivar turn: the open turn, or ``None``.
+    :ivar step: the open step, or ``None``.
+    :ivar next_turn: the number the next ``turn/start`` must carry.
+    :ivar next_step: the number the next ``step/start`` must carry (1 when no turn is open).
+    :ivar open_calls: the calls of the open step, in the order they appeared (proposals in the
+        model's order); empty when no step is open.
+    :ivar unanswered: every call with no ``tool/result`` yet, in any step, oldest first.
+    """
+
+    __slots__ = (
+        "_findings",
+        "_history",
+        "_length",
+        "_nfindings",
+        "_versions",
+        "next_step",
+        "next_turn",
+        "open_calls",
+        "seq",
+        "step",
+        "turn",
+        "unanswered",
+    )
+
+    def __init__(self, state: TimelineState) -> None:
+        self.seq = state.seq
+        self.turn = state.turn
+        self.step = state.step
+        self.next_turn = state.last_turn + 1
+        self.next_step = state.last_step + 1 if state.turn is not None else 1
+        self._versions = state.versions
+        self._history = state.history
+        self._length = len(state.versions)
+        self._findings = state.findings  # append-only: the captured length bounds it
+        self._nfindings = len(state.findings)
+        versions, history = state.versions, state.history
+        self.open_calls: tuple[ToolCallState, ...] = tuple(
+            versions[history[key][-1]] for key in state.step_calls
+        )
+        self.unanswered: tuple[ToolCallState, ...] = tuple(
+            versions[history[key][-1]] for key in state.unanswered
+        )
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """Events that broke the numbering or pairing rules, in seq order."""
+        return tuple(self._findings[: self._nfindings])
+
+    @property
+    def dangling(self) -> tuple[ToolCallState, ...]:
+        """The open step's proposed calls with no result yet, in the model's order."""
+        calls = [c for c in self.open_calls if c.result is None and c.index is not None]
+        calls.sort(key=lambda c: (c.proposed, c.index))
+        return tuple(calls)
+
+    def call(self, turn: int, step: int, call_id: str) -> ToolCallState | None:
+        """The state of one call as of this snapshot, or ``None`` if it had not appeared."""
+        positions = self._history.get(CallKey(turn, step, call_id))
+        if positions is None:
+            return None
+        for position in reversed(positions):
+            if position < self._length:
+                return self._versions[position]
+        return None
+
+    def calls(self) -> tuple[ToolCallState, ...]:
+        """Every call as of this snapshot, in the order calls first appeared (O(calls))."""
+        return tuple(self._iter_calls())
+
+    def _iter_calls(self) -> Iterator[ToolCallState]:
+        for key in self._history:
+            state = self.call(*key)
+            if state is not None:
+                yield state
+
+    def _identity(self) -> tuple[object, ...]:
+        return (
+            self.seq,
+            self.turn,
+            self.step,
+            self.next_turn,
+            self.next_step,
+            self.open_calls,
+            self.unanswered,
+            self.calls(),
+            self.findings,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Timeline):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        turn = self.turn.number if self.turn else None
+        step = self.step.number if self.step else None
+        return (
+            f"<Timeline seq={self.seq} turn={turn} step={step} "
+            f"dangling={[c.call_id for c in self.dangling]} findings={self._nfindings}>"
+        )
+
+
+class TimelineProjection:
+    """The timeline fold (see :mod:`projections.base`)."""
+
+    key = "projections.timeline"
+
+    def initial(self) -> TimelineState:
+        return TimelineState()
+
+    def apply(self, state: TimelineState, event: Event) -> TimelineState:
+        state.snapshot = None
+        state.seq = event.seq
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(state, event)
+        return state
+
+
+#: The one timeline projection instance.
+TIMELINE = TimelineProjection()
+
+
+def timeline(session: Session, *, at: int | None = None) -> Timeline:
+    """The timeline of ``session`` now, or as it stood after event ``at``.
+
+    O(new events) per call when reading the present; ``at`` folds the prefix from scratch.
+    """
+    if at is not None:
+        return Timeline(fold(TIMELINE, itertools.islice(session.events(), max(0, at + 1))))
+    state = catch_up(session, TIMELINE)
+    snapshot = state.snapshot
+    if snapshot is None:
+        snapshot = state.snapshot = Timeline(state)
+    return snapshot
+
+
+# -- the fold, one handler per event type ----------------------------------------------------
+
+
+def _turn_start(state: TimelineState, event: Event) -> None:
+    number: int = event.data.turn
+    if state.turn is not None:
+        state.find(event.seq, f"turn/start {number} while turn {state.turn.number} is open")
+    if number != state.last_turn + 1:
+        state.find(event.seq, f"turn/start numbers turn {number}, expected {state.last_turn + 1}")
+    state.turn = OpenTurn(number=number, seq=event.seq)
+    state.step = None
+    state.step_calls = []
+    state.last_turn = max(state.last_turn, number)
+    state.last_step = 0
+
+
+def _turn_end(state: TimelineState, event: Event) -> None:
+    number: int = event.data.turn
+    if state.turn is None:
+        state.find(event.seq, f"turn/end {number} with no open turn")
+    elif state.turn.number != number:
+        state.find(event.seq, f"turn/end {number} while turn {state.turn.number} is open")
+    if state.step is not None:
+        state.find(event.seq, f"turn/end {number} while step {state.step.number} is open")
+    state.turn = None
+    state.step = None
+    state.step_calls = []
+
+
+def _step_start(state: TimelineState, event: Event) -> None:
+    turn: int = event.data.turn
+    number: int = event.data.step
+    if state.turn is None or state.turn.number != turn:
+        state.find(event.seq, f"step/start {turn}.{number} outside turn {turn}")
+    if state.step is not None:
+        state.find(event.seq, f"step/start {turn}.{number} while step {state.step.number} is open")
+    if number != state.last_step + 1:
+        state.find(event.seq, f"step/start numbers step {number}, expected {state.last_step + 1}")
+    state.step = OpenStep(turn=turn, number=number, seq=event.seq)
+    state.step_calls = []
+    state.last_step = max(state.last_step, number)
+
+
+def _step_end(state: TimelineState, event: Event) -> None:
+    turn: int = event.data.turn
+    number: int = event.data.step
+    step = state.step
+    if step is None or (step.turn, step.number) != (turn, number):
+        state.find(event.seq, f"step/end {turn}.{number} does not close the open step")
+    state.step = None
+    state.step_calls = []
+
+
+def _in_open_step(state: TimelineState, event: Event, turn: int, step: int) -> bool:
+    open_step = state.step
+    if open_step is None or (open_step.turn, open_step.number) != (turn, step):
+        state.find(event.seq, f"{event.type} for step {turn}.{step} outside the open step")
+        return False
+    return True
+
+
+def _assistant_message(state: TimelineState, event: Event) -> None:
+    if isinstance(event.surface, Replace):
+        return  # a replacement proposes nothing new (the surface refuses unbalanced ones)
+    turn: int = event.data.turn
+    step: int = event.data.step
+    calls = event.data.message.tool_calls
+    if not calls:
+        return
+    in_step = _in_open_step(state, event, turn, step)
+    index = sum(
+        1
+        for key in state.step_calls
+        if (s := state.latest(key)) is not None and s.index is not None
+    )
+    for part in calls:
+        key = CallKey(turn, step, part.id)
+        known = state.latest(key)
+        if known is not None and known.proposed is not None:
+            state.find(event.seq, f"call {part.id!r} of step {turn}.{step} proposed twice")
+            continue
+        if known is not None:
+            state.find(
+                event.seq,
+                f"call {part.id!r} was started at seq {known.call} before it was proposed",
+            )
+            state.put(msgspec.structs.replace(known, index=index, proposed=event.seq))
+            if known.result is None:
+                state.unanswered[key] = None
+        else:
+            state.put(
+                ToolCallState(
+                    turn=turn,
+                    step=step,
+                    call_id=part.id,
+                    name=part.name,
+                    index=index,
+                    proposed=event.seq,
+                )
+            )
+            if in_step:
+                state.step_calls.append(key)
+            state.unanswered[key] = None
+        index += 1
+
+
+def _tool_call(state: TimelineState, event: Event) -> None:
+    data = event.data
+    key = CallKey(data.turn, data.step, data.call_id)
+    _in_open_step(state, event, data.turn, data.step)
+    known = state.latest(key)
+    if known is None:
+        state.find(event.seq, f"tool/call {data.call_id!r} was never proposed")
+        state.put(
+            ToolCallState(
+                turn=data.turn, step=data.step, call_id=data.call_id, name=data.name, call=event.seq
+            )
+        )
+        if state.step is not None and (state.step.turn, state.step.number) == key[:2]:
+            state.step_calls.append(key)
+        return
+    if known.call is not None:
+        state.find(event.seq, f"tool/call {data.call_id!r} already logged at seq {known.call}")
+        return
+    state.put(msgspec.structs.replace(known, call=event.seq))
+
+
+def _tool_outcome(state: TimelineState, event: Event) -> None:
+    data = event.data
+    key = CallKey(data.turn, data.step, data.call_id)
+    _in_open_step(state, event, data.turn, data.step)
+    known = state.latest(key)
+    if known is None or known.call is None:
+        state.find(event.seq, f"tool/outcome for {data.call_id!r} without a tool/call")
+        if known is None:
+            return
+    if known.outcome is not None:
+        state.find(
+            event.seq, f"tool/outcome {data.call_id!r} already logged at seq {known.outcome}"
+        )
+        return
+    state.put(msgspec.structs.replace(known, outcome=event.seq))
+
+
+def _tool_result(state: TimelineState, event: Event) -> None:
+    if isinstance(event.surface, Replace):
+        return  # pruning: the surface checked it shadows exactly one result of the same call
+    data = event.data
+    parts = data.message.tool_results
+    if len(parts) != 1:
+        state.find(event.seq, f"tool/result carries {len(parts)} tool results, expected 1")
+        if not parts:
+            return
+    call_id: str = parts[0].call_id
+    key = CallKey(data.turn, data.step, call_id)
+    _in_open_step(state, event, data.turn, data.step)
+    known = state.latest(key)
+    if known is None or known.proposed is None:
+        state.find(event.seq, f"tool/result answers {call_id!r}, which was never proposed")
+        if known is None:
+            return
+    if known.result is not None:
+        state.find(
+            event.seq, f"tool/result answers {call_id!r} again (first at seq {known.result})"
+        )
+        return
+    state.put(msgspec.structs.replace(known, result=event.seq))
+    state.unanswered.pop(key, None)
+
+
+_HANDLERS = {
+    "turn/start": _turn_start,
+    "turn/end": _turn_end,
+    "step/start": _step_start,
+    "step/end": _step_end,
+    "assistant/message": _assistant_message,
+    "tool/call": _tool_call,
+    "tool/outcome": _tool_outcome,
+    "tool/result": _tool_result,
+}
