@@ -59,28 +59,34 @@ def encode_payload(info: TypeInfo, data: Any, *, session_id: str, seq: int) -> t
 
     :raises ValidationError: wrong payload class, a field of the wrong type, NaN or infinity.
     """
-    where = f"session {session_id!r}, seq {seq}, type {info.name!r}"
     try:
         if type(data) is not info.payload:
             if isinstance(data, msgspec.Struct):
-                raise ValidationError(
-                    f"{where}: expected payload {info.payload.__name__}, got {type(data).__name__}",
-                    session_id=session_id,
-                    seq=seq,
+                raise _invalid(
+                    info,
+                    session_id,
+                    seq,
+                    f"expected payload {info.payload.__name__}, got {type(data).__name__}",
                 )
             data = msgspec.convert(data, info.payload)
         if info.may_hold_float:
             bad = find_non_finite(msgspec.to_builtins(data))
             if bad is not None:
-                raise ValidationError(
-                    f"{where}: non-finite number (NaN or infinity) at `{bad}`",
-                    session_id=session_id,
-                    seq=seq,
+                raise _invalid(
+                    info, session_id, seq, f"non-finite number (NaN or infinity) at `{bad}`"
                 )
         raw = _encoder.encode(data)
         return info.decoder.decode(raw), raw
     except (msgspec.ValidationError, TypeError) as exc:
-        raise ValidationError(f"{where}: {exc}", session_id=session_id, seq=seq) from exc
+        raise _invalid(info, session_id, seq, str(exc)) from exc
+
+
+def _invalid(info: TypeInfo, session_id: str, seq: int, why: str) -> ValidationError:
+    return ValidationError(
+        f"session {session_id!r}, seq {seq}, type {info.name!r}: {why}",
+        session_id=session_id,
+        seq=seq,
+    )
 
 
 def encode_surface(op: SurfaceOp | None) -> str | None:

@@ -12,7 +12,7 @@ import time as _time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from .codec import encode_payload, make_row
+from .codec import encode_payload
 from .errors import (
     ClosedError,
     ConflictError,
@@ -103,7 +103,9 @@ class Session:
         self.projection_cache: dict[object, Any] = {}
         self._writer = writer
         self._events: list[Event] = events if events is not None else []
-        self._last_hash = last_hash
+        #: Hash of the last event the writer turned into a row (the stored chain's head once
+        #: everything is flushed). Maintained by the writer.
+        self.chain_hash = last_hash
         self._durable = len(self._events) - 1
         self._surface = surface if surface is not None else SurfaceIndex()
         self._observers: list[Observer] = []
@@ -194,9 +196,6 @@ class Session:
                 payload_of=self._payload_of,
             )
         stamp = self._stamp(seq, time)
-        row = make_row(
-            self._last_hash, seq, type, stamp, surface, sources_tuple, info.ignorable, raw
-        )
         writer = self._writer
         assert writer is not None  # _check_writable
         writer.check_room(self, len(raw))
@@ -213,9 +212,8 @@ class Session:
         self._events.append(event)
         if transition is not None:
             self._surface.apply(transition)
-        self._last_hash = row.hash
         self._last_time = stamp
-        writer.enqueue(self, row)
+        writer.enqueue(self, event, raw)
         if self._observers:
             self._notify(event)
         return event
@@ -395,8 +393,9 @@ class Session:
 
     @property
     def last_hash(self) -> bytes:
-        """The chain hash of the last committed event."""
-        return self._last_hash
+        """The chain hash of the last event handed to the store (after ``flush``: the last
+        committed event). Hashes are computed by the writer, off the commit path."""
+        return self.chain_hash
 
     def __repr__(self) -> str:
         state = " fenced" if self.fenced else " closed" if self._closed else ""

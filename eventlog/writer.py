@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from .codec import Row
+from .codec import Row, make_row
+from .event import Event
 from .errors import BacklogFullError, ClosedError, ConflictError, StoreWriteError
 
 if TYPE_CHECKING:
@@ -76,7 +77,11 @@ class Writer:
         self._write_delay = write_delay
         self.max_pending_bytes = max_pending_bytes
         self.pending_bytes = 0
-        self._pending: dict[Session, list[Row]] = {}
+        # Committed events not yet turned into rows, and rows built by a round that failed
+        # (written first next time). Rows are built here, not at commit, so the hash chain
+        # costs the writer, not ``append``.
+        self._pending: dict[Session, list[tuple[Event, bytes]]] = {}
+        self._built: dict[Session, list[Row]] = {}
         self._next_round = _Round()
         self._wake = anyio.Event()
         self._urgent = anyio.Event()
@@ -100,14 +105,14 @@ class Writer:
                 hint="the store is not keeping up or is failing; flush() shows why",
             )
 
-    def enqueue(self, session: Session, row: Row) -> None:
-        """Queue a committed row; the background writer writes it after ``write_delay``."""
-        rows = self._pending.get(session)
-        if rows is None:
-            self._pending[session] = [row]
+    def enqueue(self, session: Session, event: Event, data: bytes) -> None:
+        """Queue a committed event and its payload bytes; written after ``write_delay``."""
+        items = self._pending.get(session)
+        if items is None:
+            self._pending[session] = [(event, data)]
         else:
-            rows.append(row)
-        self.pending_bytes += len(row.data)
+            items.append((event, data))
+        self.pending_bytes += len(data)
         if not self._wake.is_set():
             self._wake.set()
 
@@ -140,11 +145,12 @@ class Writer:
                     hint="the events stay queued; the next flush retries",
                 ) from round_.error
 
-    def forget(self, session: Session) -> list[Row]:
-        """Drop a session's pending rows (it was fenced or crashed); return them."""
-        rows = self._pending.pop(session, [])
-        self.pending_bytes -= sum(len(r.data) for r in rows)
-        return rows
+    def forget(self, session: Session) -> None:
+        """Drop a session's unwritten events (it was fenced or closed)."""
+        items = self._pending.pop(session, [])
+        rows = self._built.pop(session, [])
+        self.pending_bytes -= sum(len(data) for _, data in items)
+        self.pending_bytes -= sum(len(row.data) for row in rows)
 
     # -- the writer task -----------------------------------------------------------------------
 
@@ -171,7 +177,7 @@ class Writer:
 
     async def _round_locked(self) -> None:
         round_, self._next_round = self._next_round, _Round()
-        taken, self._pending = self._pending, {}
+        taken = self._take()
         batches = [Batch(s.id, s.durable, rows) for s, rows in taken.items()]
         try:
             if batches:
@@ -185,6 +191,29 @@ class Writer:
             logger.warning("eventlog: write round failed, batch kept for retry: %s", exc)
         finally:
             round_.done.set()
+
+    def _take(self) -> dict[Session, list[Row]]:
+        """Everything waiting, as rows: rows of a failed round first, then new events."""
+        taken, self._built = self._built, {}
+        pending, self._pending = self._pending, {}
+        for session, items in pending.items():
+            prev = session.chain_hash
+            rows = taken.setdefault(session, [])
+            for event, data in items:
+                row = make_row(
+                    prev,
+                    event.seq,
+                    event.type,
+                    event.time,
+                    event.surface,
+                    event.sources,
+                    event.ignorable,
+                    data,
+                )
+                rows.append(row)
+                prev = row.hash
+            session.chain_hash = prev
+        return taken
 
     def _settle(self, taken: dict[Session, list[Row]], conflicts: Collection[str]) -> None:
         for session, rows in taken.items():
@@ -204,15 +233,13 @@ class Writer:
                 session.mark_durable(rows[-1].seq)
 
     def _requeue(self, taken: dict[Session, list[Row]]) -> None:
-        # The failed rows go back in front of anything committed meanwhile.
-        for session, rows in taken.items():
-            newer = self._pending.pop(session, [])
-            self._pending[session] = rows + newer
+        # The failed rows are written first next round, before anything committed meanwhile.
+        self._built = taken
 
     async def aclose(self) -> None:
         """Write what is pending (best effort, shielded) and stop accepting commits."""
         with anyio.CancelScope(shield=True):
-            if self._pending and self._task_group is not None:
+            if (self._pending or self._built) and self._task_group is not None:
                 try:
                     await self._round()
                 except Exception:  # pragma: no cover - _round never raises
