@@ -20,8 +20,8 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from .codec import Row, make_row
-from .event import Event
 from .errors import BacklogFullError, ClosedError, ConflictError, StoreWriteError
+from .event import Event
 
 if TYPE_CHECKING:
     from .session import Session
