@@ -1,0 +1,124 @@
+"""Flush: the durability barrier, group commit, write failure and cancellation.
+
+The memory backend is the real reference store; a thin subclass makes its ``write`` fail on
+demand, the way a full disk would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import anyio
+import pytest
+
+from eventlog import APPEND, Message, StoreWriteError, UserMessage
+from eventlog.stores import LogStore, MemoryBackend, MemoryData
+from eventlog.writer import Batch
+
+pytestmark = pytest.mark.anyio
+
+
+class FailingDisk(MemoryBackend):
+    """The memory backend with a switch that makes writes fail, and a write log."""
+
+    def __init__(self, data: MemoryData | None = None) -> None:
+        super().__init__(data)
+        self.failing = False
+        self.rounds: list[list[tuple[str, list[int]]]] = []
+        self.entered = anyio.Event()
+        self.release: anyio.Event | None = None
+
+    async def write(self, batches: Sequence[Batch]) -> Collection[str]:
+        self.entered.set()
+        if self.release is not None:
+            await self.release.wait()
+        if self.failing:
+            raise OSError(28, "No space left on device")
+        self.rounds.append([(b.session_id, [r.seq for r in b.rows]) for b in batches])
+        return await super().write(batches)
+
+
+def _say(session: object, text: str) -> None:
+    session.append(  # type: ignore[attr-defined]
+        "user/message", UserMessage(message=Message.user(text)), surface=APPEND
+    )
+
+
+async def test_one_round_writes_every_pending_session() -> None:
+    disk = FailingDisk()
+    async with LogStore(disk, write_delay=60) as store:
+        a, b = await store.create(session_id="a"), await store.create(session_id="b")
+        _say(a, "1")
+        _say(b, "2")
+        _say(a, "3")
+        await a.flush()
+        # One transaction held both sessions' rows, in commit order per session.
+        assert disk.rounds == [[("a", [0, 1]), ("b", [0])]]
+        assert (a.durable, b.durable) == (1, 0)
+
+
+async def test_a_failed_write_keeps_the_batch_and_the_next_flush_writes_it_once() -> None:
+    disk = FailingDisk()
+    async with LogStore(disk, write_delay=60) as store:
+        session = await store.create(session_id="s")
+        _say(session, "before the disk filled")
+        await session.flush()
+        # The disk fills up: flush raises StoreWriteError with the cause chained.
+        disk.failing = True
+        _say(session, "one")
+        _say(session, "two")
+        with pytest.raises(StoreWriteError, match=r"session 's': writing seqs 1..2 failed") as e:
+            await session.flush()
+        assert isinstance(e.value.__cause__, OSError)
+        assert (session.head, session.durable) == (2, 0)
+        # Nothing was dropped from memory; more commits queue behind the failed batch.
+        _say(session, "three")
+        assert [ev.data.message.text for ev in session.events(1)] == ["one", "two", "three"]
+        # The fault clears: the next flush writes everything exactly once, in order.
+        disk.failing = False
+        await session.flush()
+        assert session.durable == 3
+        assert [seq for round_ in disk.rounds for _, seqs in round_ for seq in seqs] == [0, 1, 2, 3]
+        stored = [ev.data.message.text async for ev in store.read("s")]
+        assert stored == ["before the disk filled", "one", "two", "three"]
+
+
+async def test_a_cancelled_flush_caller_does_not_cancel_the_write() -> None:
+    disk = FailingDisk()
+    disk.release = anyio.Event()
+    async with LogStore(disk, write_delay=60) as store:
+        session = await store.create(session_id="s")
+        _say(session, "important")
+        # The caller gives up while the write is in flight.
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.flush)
+            await disk.entered.wait()
+            tg.cancel_scope.cancel()
+        assert session.durable == -1
+        # The write was in flight; it completes once the disk answers.
+        disk.release.set()
+        await session.flush()
+        assert session.durable == 0
+        assert disk.rounds == [[("s", [0])]]
+
+
+async def test_closing_the_store_writes_pending_events() -> None:
+    data = MemoryData()
+    async with LogStore(MemoryBackend(data), write_delay=60) as store:
+        session = await store.create(session_id="s")
+        _say(session, "written at close")
+    assert [r.seq for r in data.rows["s"]] == [0]
+
+
+async def test_a_write_round_holds_flushers_of_several_sessions() -> None:
+    disk = FailingDisk()
+    async with LogStore(disk, write_delay=60) as store:
+        sessions = [await store.create(session_id=f"s{i}") for i in range(5)]
+        for i, session in enumerate(sessions):
+            _say(session, str(i))
+        async with anyio.create_task_group() as tg:
+            for session in sessions:
+                tg.start_soon(session.flush)
+        assert all(s.durable == 0 for s in sessions)
+        # Group commit: far fewer rounds than flush callers.
+        assert len(disk.rounds) < len(sessions)
