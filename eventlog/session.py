@@ -12,6 +12,8 @@ import time as _time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+import anyio
+
 from .codec import encode_payload
 from .errors import (
     ClosedError,
@@ -328,22 +330,21 @@ class Session:
         await self._writer.flush(self)
 
     async def aclose(self) -> None:
-        """Flush (best effort), release the writer lease; further appends raise ``ClosedError``.
+        """Flush, then release the writer lease; further appends raise ``ClosedError``.
 
-        Shielded from cancellation; idempotent.
+        Shielded from cancellation; idempotent. If the flush fails the session stays open
+        (nothing is dropped) and the error propagates, so the caller can retry.
+
+        :raises StoreWriteError: the final flush failed.
         """
         if self._closed:
             return
-        import anyio
-
         with anyio.CancelScope(shield=True):
-            try:
-                if self._writer is not None and not self.fenced:
-                    await self.flush()
-            finally:
-                self._closed = True
-                if self._release is not None:
-                    await self._release(self)
+            if self._writer is not None and not self.fenced:
+                await self.flush()
+            self._closed = True
+            if self._release is not None:
+                await self._release(self)
 
     async def __aenter__(self) -> Session:
         return self

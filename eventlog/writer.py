@@ -86,6 +86,9 @@ class Writer:
         self._wake = anyio.Event()
         self._urgent = anyio.Event()
         self._closed = False
+        # After a failed round the background writer waits longer before retrying on its own
+        # (a flush still retries at once), so a failing disk is not hammered every 10 ms.
+        self._backoff = 0.0
         self._task_group: TaskGroup | None = None
         # Rounds never overlap: a batch's expected head is the durable seq of the round before.
         self._round_lock = anyio.Lock()
@@ -159,8 +162,9 @@ class Writer:
         task_status.started()
         while True:
             await self._wake.wait()
-            if not self._urgent.is_set() and self._write_delay > 0:
-                with anyio.move_on_after(self._write_delay):
+            delay = max(self._write_delay, self._backoff)
+            if not self._urgent.is_set() and delay > 0:
+                with anyio.move_on_after(delay):
                     await self._urgent.wait()
             self._wake = anyio.Event()
             self._urgent = anyio.Event()
@@ -185,8 +189,10 @@ class Writer:
                 with anyio.CancelScope(shield=True):
                     conflicts = await self._write(batches)
                 self._settle(taken, conflicts)
+            self._backoff = 0.0
         except Exception as exc:
             round_.error = exc
+            self._backoff = min(1.0, max(0.05, self._backoff * 2))
             self._requeue(taken)
             logger.warning("eventlog: write round failed, batch kept for retry: %s", exc)
         finally:

@@ -11,12 +11,13 @@ length), so a value a reader holds never changes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
-from eventlog import Event, Session
+from eventlog import Event, Session, ValidationError
 
-__all__ = ("Projection", "catch_up", "fold")
+__all__ = ("Projection", "catch_up", "events_through", "fold")
 
 S = TypeVar("S")
 
@@ -56,10 +57,26 @@ def catch_up(session: Session, projection: Projection[S]) -> S:
         state, next_seq = projection.initial(), 0
     else:
         state, next_seq = entry
-    head = session.head
-    if next_seq <= head:
+    new = session.events(next_seq)
+    if new:
         apply = projection.apply
-        for event in session.events(next_seq):
+        for event in new:
             state = apply(state, event)
-        cache[projection.key] = (state, head + 1)
+        cache[projection.key] = (state, next_seq + len(new))
+    elif entry is None:
+        cache[projection.key] = (state, next_seq)
     return state
+
+
+def events_through(session: Session, at: int) -> Iterable[Event]:
+    """The events ``0..at`` of ``session`` (for a fold of what stood after event ``at``).
+
+    :raises ValidationError: ``at`` is not between -1 and the session's head.
+    """
+    head = session.head
+    if type(at) is not int or not -1 <= at <= head:
+        raise ValidationError(
+            f"session {session.id!r}: at={at!r} is not a seq of the log (-1..{head})",
+            session_id=session.id,
+        )
+    return itertools.islice(session.events(), at + 1)

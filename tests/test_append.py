@@ -119,7 +119,11 @@ BAD_INPUTS: list[tuple[str, Callable[[Session], object], type[Exception], str]] 
     ),
     (
         "surface op of the wrong kind",
-        lambda s: s.append("user/message", UserMessage(message=Message.user("x")), surface=1),
+        lambda s: s.append(
+            "user/message",
+            UserMessage(message=Message.user("x")),
+            surface=1,  # type: ignore[arg-type]
+        ),
         ValidationError,
         "surface must be APPEND, Replace(start, end) or None, got 1",
     ),
@@ -303,7 +307,7 @@ async def test_the_backlog_ceiling_refuses_commits_instead_of_growing() -> None:
         text = "x" * 900  # about 1,050 bytes encoded: two fit under the ceiling, three do not
         for _ in range(2):
             session.append("user/message", UserMessage(message=Message.user(text)), surface=APPEND)
-        with pytest.raises(BacklogFullError, match="session 's', seq 2: .* bytes are waiting"):
+        with pytest.raises(BacklogFullError, match=r"session 's', seq 2: .* bytes are waiting"):
             session.append("user/message", UserMessage(message=Message.user(text)), surface=APPEND)
         assert session.head == 1
         # Once flushed, there is room again.

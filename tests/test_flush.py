@@ -122,3 +122,18 @@ async def test_a_write_round_holds_flushers_of_several_sessions() -> None:
         assert all(s.durable == 0 for s in sessions)
         # Group commit: far fewer rounds than flush callers.
         assert len(disk.rounds) < len(sessions)
+
+
+async def test_closing_a_session_whose_flush_fails_keeps_it_open() -> None:
+    disk = FailingDisk()
+    async with LogStore(disk, write_delay=60) as store:
+        session = await store.create(session_id="s")
+        _say(session, "unwritten")
+        disk.failing = True
+        with pytest.raises(StoreWriteError):
+            await session.aclose()
+        # Still open, nothing dropped: once the disk recovers, closing writes it.
+        _say(session, "still accepted")
+        disk.failing = False
+        await session.aclose()
+        assert [r.seq for r in disk.data.rows["s"]] == [0, 1]

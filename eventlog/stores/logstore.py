@@ -78,16 +78,19 @@ class LogStore:
         self._task_group: TaskGroup | None = None
         self._started = False
         self._closed = False
+        self._backend_open = False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def __aenter__(self) -> LogStore:
         await self.backend.start()
+        self._backend_open = True
         try:
             self._task_group = anyio.create_task_group()
             await self._task_group.__aenter__()
             await self._writer.start(self._task_group)
         except BaseException:
+            self._backend_open = False
             await self.backend.close()
             raise
         self._started = True
@@ -120,6 +123,7 @@ class LogStore:
                 await self._task_group.__aexit__(None, None, None)
                 self._task_group = None
             with anyio.CancelScope(shield=True):
+                self._backend_open = False
                 await self.backend.close()
 
     def __del__(self) -> None:
@@ -216,12 +220,8 @@ class LogStore:
         if self._open.get(session.id) is session:
             del self._open[session.id]
         self._writer.forget(session)
-        if not self.backend_closed:
+        if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
-
-    @property
-    def backend_closed(self) -> bool:
-        return self._task_group is None and self._closed
 
     async def _load(self, sid: str, *, salvage: bool) -> tuple[list[Event], bytes, SurfaceIndex]:
         """Decode, verify and fold a stored log (see :meth:`Store.open`)."""
