@@ -1,0 +1,57 @@
+"""agent: the durable agent loop built on eventlog, projections and recovery (DESIGN §8)."""
+
+from .assembly import Assembler, Reply
+from .execution import (
+    ABORTED_BEFORE_DISPATCH,
+    CHECKPOINT_FAILED,
+    INVALID_ARGUMENTS,
+    TOOL_ERROR,
+    TOOL_FAILED,
+    UNKNOWN_TOOL,
+    ExecutionReport,
+    ToolExecutor,
+)
+from .model import (
+    Chunk,
+    Finish,
+    FinishKind,
+    Model,
+    ModelError,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+)
+from .scripted import Response, ScriptedModel
+from .tools import FunctionTool, Tool, ToolArgumentsError, Toolbox, ToolContext, ToolOutput, tool
+
+__all__ = (
+    "ABORTED_BEFORE_DISPATCH",
+    "CHECKPOINT_FAILED",
+    "INVALID_ARGUMENTS",
+    "TOOL_ERROR",
+    "TOOL_FAILED",
+    "UNKNOWN_TOOL",
+    "Assembler",
+    "Chunk",
+    "ExecutionReport",
+    "Finish",
+    "FinishKind",
+    "FunctionTool",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ReasoningDelta",
+    "Reply",
+    "Response",
+    "ScriptedModel",
+    "TextDelta",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolCallDelta",
+    "ToolContext",
+    "ToolExecutor",
+    "ToolOutput",
+    "Toolbox",
+    "tool",
+)

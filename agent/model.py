@@ -1,0 +1,94 @@
+"""The model protocol: a frozen request in, a stream of chunks out.
+
+A model turns a :class:`ModelRequest` into an async stream of chunks: text, reasoning and
+tool-call deltas, then exactly one :class:`Finish`. A stream that raises, or finishes with
+``error``, is a failed attempt; the agent records it and may retry within the same step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from eventlog import Message, ToolSpec, Usage
+
+__all__ = (
+    "Chunk",
+    "Finish",
+    "FinishKind",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallDelta",
+)
+
+FinishKind = Literal["stop", "tool-calls", "max-tokens", "error"]
+
+
+class TextDelta(msgspec.Struct, frozen=True, kw_only=True, tag="text"):
+    """A fragment of the reply's visible text."""
+
+    text: str
+
+
+class ReasoningDelta(msgspec.Struct, frozen=True, kw_only=True, tag="reasoning"):
+    """A fragment of the model's reasoning; ``signature`` may come with the last fragment."""
+
+    text: str
+    signature: str | None = None
+
+
+class ToolCallDelta(msgspec.Struct, frozen=True, kw_only=True, tag="tool-call"):
+    """A fragment of the tool call at ``index``: id and name come once, arguments in pieces."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class Finish(msgspec.Struct, frozen=True, kw_only=True, tag="finish"):
+    """The end of a stream. ``error`` describes a failed finish (``kind="error"``)."""
+
+    kind: FinishKind
+    usage: Usage | None = None
+    error: str | None = None
+
+
+Chunk = TextDelta | ReasoningDelta | ToolCallDelta | Finish
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """What is sent to the model, frozen when sent.
+
+    ``messages`` is the session's immutable message view: later appends do not show through.
+    """
+
+    messages: Sequence[Message]
+    system: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+    model: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ModelError(Exception):
+    """A model attempt failed (transport, overload, malformed stream); the step may retry."""
+
+
+class Model(Protocol):
+    """Anything that streams a reply to a request.
+
+    ``stream`` must yield exactly one :class:`Finish`, last. Raising (any ``Exception``) or a
+    ``Finish(kind="error")`` is a failed attempt. A cancelled stream is simply abandoned.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]: ...

@@ -1,0 +1,91 @@
+"""Test tools shared by the agent tests and their child processes.
+
+:class:`Probe` is a tool whose calls record when they start and finish, track how many run at
+once, and can be held at a gate until the test releases them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import msgspec
+
+from agent import ToolArgumentsError, ToolContext, ToolOutput
+
+
+@dataclass
+class Tracker:
+    """What every probe of one test saw, shared across probes."""
+
+    log: list[tuple[str, str]] = field(default_factory=list)  # ("start"|"finish", call_id)
+    running: set[str] = field(default_factory=set)
+    exclusive_running: set[str] = field(default_factory=set)
+    max_in_flight: int = 0
+    overlaps: list[str] = field(default_factory=list)  # violations of exclusivity
+    started: dict[str, anyio.Event] = field(default_factory=dict)
+    gates: dict[str, anyio.Event] = field(default_factory=dict)
+
+    def started_event(self, call_id: str) -> anyio.Event:
+        return self.started.setdefault(call_id, anyio.Event())
+
+    def gate(self, call_id: str) -> anyio.Event:
+        return self.gates.setdefault(call_id, anyio.Event())
+
+    def starts(self) -> list[str]:
+        return [c for kind, c in self.log if kind == "start"]
+
+
+class Probe:
+    """A tool that records its calls in a :class:`Tracker`.
+
+    Arguments: ``{"n": <any>, "spins": <int checkpoints to yield>, "fail": <bool>,
+    "conclude": <bool>}``. A call waits at its gate when the test created one.
+    """
+
+    def __init__(self, name: str, tracker: Tracker, *, safe: bool) -> None:
+        self.name = name
+        self.description = f"probe {name}"
+        self.parameters: Mapping[str, Any] = {"type": "object"}
+        self.safe = safe
+        self.tracker = tracker
+
+    def decode(self, arguments: str) -> Any:
+        try:
+            value = msgspec.json.decode(arguments or "{}")
+        except msgspec.DecodeError as exc:
+            raise ToolArgumentsError(f"invalid arguments for tool {self.name!r}: {exc}") from exc
+        if not isinstance(value, dict):
+            raise ToolArgumentsError(f"invalid arguments for tool {self.name!r}: not an object")
+        return value
+
+    def is_concurrency_safe(self, args: Any) -> bool:
+        return self.safe
+
+    async def call(self, args: Any, context: ToolContext) -> ToolOutput:
+        t, call_id = self.tracker, context.call_id
+        if t.exclusive_running or (not self.safe and t.running):
+            t.overlaps.append(call_id)
+        t.running.add(call_id)
+        if not self.safe:
+            t.exclusive_running.add(call_id)
+        t.max_in_flight = max(t.max_in_flight, len(t.running))
+        t.log.append(("start", call_id))
+        t.started_event(call_id).set()
+        try:
+            gate = t.gates.get(call_id)
+            if gate is not None:
+                await gate.wait()
+            for _ in range(int(args.get("spins", 0))):
+                await anyio.lowlevel.checkpoint()
+            if args.get("fail"):
+                raise RuntimeError(f"probe {call_id} failed")
+        finally:
+            t.running.discard(call_id)
+            t.exclusive_running.discard(call_id)
+            t.log.append(("finish", call_id))
+        return ToolOutput(
+            content=f"{self.name} {call_id} ok", concludes_turn=bool(args.get("conclude"))
+        )
