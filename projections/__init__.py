@@ -1,5 +1,11 @@
 """Projections: pure folds over a session's events, caught up lazily when read (DESIGN §6)."""
 
+from .base import Projection, catch_up, events_through, fold
+from .formats import to_anthropic, to_openai, tool_input
+from .inbox import INBOX, Inbox, InboxProjection, InboxState, inbox, normalize_splice
+from .inbox_splices import Claim, cancel, cancel_all, claim, enqueue, splice
+from .messages import MessagesView, derive, messages
+from .surface import Surface, surface
 from .timeline import (
     CallKey,
     CallStatus,
@@ -14,10 +20,34 @@ from .timeline import (
 __all__ = (
     "CallKey",
     "CallStatus",
+    "Claim",
     "Finding",
+    "INBOX",
+    "Inbox",
+    "InboxProjection",
+    "InboxState",
+    "MessagesView",
     "OpenStep",
     "OpenTurn",
+    "Projection",
+    "Surface",
     "Timeline",
     "ToolCallState",
+    "cancel",
+    "cancel_all",
+    "catch_up",
+    "claim",
+    "derive",
+    "enqueue",
+    "events_through",
+    "fold",
+    "inbox",
+    "messages",
+    "normalize_splice",
+    "splice",
+    "surface",
     "timeline",
+    "to_anthropic",
+    "to_openai",
+    "tool_input",
 )
