@@ -25,9 +25,12 @@ DEFAULT = ("core", "projections", "sqlite", "postgres")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("suites", nargs="*", choices=[*SUITES, []], metavar="SUITE")
+    parser.add_argument("suites", nargs="*", metavar="SUITE", help=", ".join(SUITES))
     parser.add_argument("--quick", action="store_true", help="fewer and smaller runs")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.suites if name not in SUITES]
+    if unknown:
+        parser.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")
     print(
         f"# machine: {platform.machine()} {platform.processor() or ''}; Python "
         f"{platform.python_version()}; SQLite {sqlite3.sqlite_version}",
