@@ -1,0 +1,267 @@
+"""The SQL of the SQLite backend: plain functions run on a worker thread, one call per hop.
+
+Each function takes the connection first and does all of one operation's statements, so an
+operation costs one thread hop. Write operations run inside ``BEGIN IMMEDIATE`` (the write lock
+is taken up front, so a transaction never fails half-way on a lock upgrade) and roll back on any
+error.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ..codec import Row
+from ..errors import CorruptLogError, SessionBusyError, SessionExistsError, SessionNotFoundError
+from ..writer import Batch
+from ._sqlite_schema import rollback
+from .base import SessionInfo, SessionRecord
+
+__all__ = (
+    "acquire_lease",
+    "delete_session",
+    "insert_session",
+    "owner_alive",
+    "poll_head",
+    "release_lease",
+    "select_infos",
+    "select_rows",
+    "select_session",
+    "write_batches",
+)
+
+_INSERT = (
+    "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
+)
+_SELECT_ROWS = (
+    "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM events "
+    "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
+)
+_metadata_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+def _params(session_id: str, rows: Sequence[Row]) -> list[tuple[Any, ...]]:
+    return [
+        (session_id, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, r.hash)
+        for r in rows
+    ]
+
+
+def _not_found(session_id: str) -> SessionNotFoundError:
+    return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
+
+
+def write_batches(connection: sqlite3.Connection, batches: Sequence[Batch]) -> list[str]:
+    """Write every batch whose expected head matches the stored one, in one transaction."""
+    conflicts = []
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for session_id, expected_head, rows in batches:
+            found = connection.execute(
+                "SELECT head FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if found is None or found[0] != expected_head:
+                conflicts.append(session_id)
+                continue
+            connection.executemany(_INSERT, _params(session_id, rows))
+            connection.execute(
+                "UPDATE sessions SET head = ? WHERE id = ?", (rows[-1].seq, session_id)
+            )
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+    return conflicts
+
+
+def insert_session(
+    connection: sqlite3.Connection, record: SessionRecord, rows: Sequence[Row]
+) -> None:
+    """Insert a session and its initial rows atomically."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        try:
+            connection.execute(
+                "INSERT INTO sessions (id, created_at, parent_id, fork_seq, metadata, head) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    record.created_at,
+                    record.parent_id,
+                    record.fork_seq,
+                    msgspec.json.encode(record.metadata).decode(),
+                    rows[-1].seq if rows else -1,
+                ),
+            )
+        except sqlite3.IntegrityError as exc:
+            raise SessionExistsError(
+                f"session {record.id!r} already exists", session_id=record.id
+            ) from exc
+        connection.executemany(_INSERT, _params(record.id, rows))
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+
+
+def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRecord:
+    found = connection.execute(
+        "SELECT created_at, parent_id, fork_seq, metadata, head FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if found is None:
+        raise _not_found(session_id)
+    created_at, parent_id, fork_seq, metadata, head = found
+    try:
+        return msgspec.convert(
+            {
+                "id": session_id,
+                "created_at": created_at,
+                "parent_id": parent_id,
+                "fork_seq": fork_seq,
+                "metadata": _metadata_decoder.decode(metadata),
+                "head": head,
+            },
+            SessionRecord,
+        )
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError) as exc:
+        raise CorruptLogError(
+            f"session {session_id!r}: its record in the sessions table is damaged: {exc}",
+            session_id=session_id,
+            hint="the row was altered outside eventlog",
+        ) from exc
+
+
+def select_rows(
+    connection: sqlite3.Connection, session_id: str, from_seq: int, count: int
+) -> list[Row]:
+    """Up to ``count`` rows from ``from_seq``; an empty answer checks that the session exists."""
+    found = connection.execute(_SELECT_ROWS, (session_id, from_seq, count)).fetchall()
+    if not found:
+        exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
+        if exists.fetchone() is None:
+            raise _not_found(session_id)
+    return [Row(s, t, tm, sf, src, ig == 1, d, h) for s, t, tm, sf, src, ig, d, h in found]
+
+
+def poll_head(
+    connection: sqlite3.Connection, session_id: str, head: int, version: int | None
+) -> tuple[int, int | None]:
+    """``PRAGMA data_version`` and the stored head (``None`` once the session is gone).
+
+    The head is only read when the version differs from ``version`` (some connection
+    committed since); otherwise ``head`` is answered back unchanged.
+    """
+    now = connection.execute("PRAGMA data_version").fetchone()[0]
+    if now == version:
+        return now, head
+    found = connection.execute("SELECT head FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return now, (None if found is None else found[0])
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the process named by a lease token (``host:pid:random``) may still run.
+
+    Only a process on this host can be shown dead; anything else counts as alive.
+    """
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return True
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True  # it exists and belongs to another user
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    # A killed child that its parent has not reaped yet still answers kill(pid, 0).
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        found = connection.execute(
+            "SELECT writer FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if found is None:
+            raise _not_found(session_id)
+        holder = found[0]
+        if holder is not None and holder != owner and owner_alive(holder):
+            raise SessionBusyError(
+                f"session {session_id!r} is open for writing by {holder}",
+                session_id=session_id,
+                hint="close the other writer, or wait for its process to end",
+            )
+        connection.execute("UPDATE sessions SET writer = ? WHERE id = ?", (owner, session_id))
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+
+
+def release_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
+    connection.execute(
+        "UPDATE sessions SET writer = NULL WHERE id = ? AND writer = ?", (session_id, owner)
+    )
+
+
+def delete_session(connection: sqlite3.Connection, session_id: str) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        gone = connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        if gone.rowcount == 0:
+            raise _not_found(session_id)
+        connection.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+
+
+def select_infos(
+    connection: sqlite3.Connection, after: str | None, limit: int
+) -> list[SessionInfo]:
+    found = connection.execute(
+        "SELECT s.id, s.created_at, s.head, s.parent_id, s.fork_seq, s.metadata, "
+        "(SELECT e.time FROM events e WHERE e.session_id = s.id AND e.seq = s.head) "
+        "FROM sessions s WHERE ?1 IS NULL OR s.id > ?1 ORDER BY s.id LIMIT ?2",
+        (after, limit),
+    ).fetchall()
+    return [_info(row) for row in found]
+
+
+def _info(row: tuple[Any, ...]) -> SessionInfo:
+    session_id, created_at, head, parent_id, fork_seq, metadata, last_time = row
+    try:
+        return msgspec.convert(
+            {
+                "id": session_id,
+                "created_at": created_at,
+                "head": head,
+                "parent_id": parent_id,
+                "fork_seq": fork_seq,
+                "metadata": _metadata_decoder.decode(metadata),
+                "last_time": last_time,
+            },
+            SessionInfo,
+        )
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError) as exc:
+        return SessionInfo(id=str(session_id), error=f"the session's record is damaged: {exc}")

@@ -1,0 +1,119 @@
+"""The SQLite file: connections, pragmas, tables (DESIGN §5) and the format-version check.
+
+``events.data`` is TEXT so auditors can ``json_extract(data, '$.x')``; rows are bound as bytes
+and converted with ``CAST(? AS TEXT)`` (the bytes are the UTF-8 text already, no Python-side
+decode) and read back with ``CAST(data AS BLOB)``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..codec import FORMAT_VERSION
+from ..errors import UnsupportedFormatError
+
+__all__ = ("SYNCHRONOUS", "connect_reader", "connect_writer", "prepare_schema", "rollback")
+
+#: ``durability`` option → ``PRAGMA synchronous`` (in WAL mode).
+SYNCHRONOUS = {"power-loss": "FULL", "process-crash": "NORMAL"}
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS meta (format_version INTEGER NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL,
+        parent_id TEXT,
+        fork_seq INTEGER,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        head INTEGER NOT NULL DEFAULT -1,
+        writer TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS events (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        surface TEXT,
+        sources TEXT NOT NULL,
+        ignorable INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        hash BLOB NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )""",
+)
+
+
+def connect_writer(path: str, *, synchronous: str, busy_timeout: float) -> sqlite3.Connection:
+    """The writer connection: autocommit (the code issues ``BEGIN IMMEDIATE``), WAL."""
+    connection = sqlite3.connect(
+        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise sqlite3.OperationalError(f"cannot switch {path} to WAL (journal mode {mode})")
+        connection.execute(f"PRAGMA synchronous = {synchronous}")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def connect_reader(path: str, *, busy_timeout: float) -> sqlite3.Connection:
+    """A reader connection: autocommit, so each statement sees the latest commit; read-only."""
+    connection = sqlite3.connect(
+        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        connection.execute("PRAGMA query_only = 1")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def prepare_schema(connection: sqlite3.Connection, path: str) -> None:
+    """Create the tables on first use; refuse a file written by a newer (or unknown) format.
+
+    :raises UnsupportedFormatError: the stored format version is not this library's.
+    """
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _TABLES:
+            connection.execute(statement)
+        found = connection.execute("SELECT format_version FROM meta").fetchall()
+        if not found:
+            connection.execute("INSERT INTO meta (format_version) VALUES (?)", (FORMAT_VERSION,))
+        elif found[0][0] != FORMAT_VERSION:
+            raise UnsupportedFormatError(_version_message(path, found[0][0]), hint=_hint(found))
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+
+
+def _version_message(path: str, version: object) -> str:
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        return (
+            f"SQLite database {path} has format version {version}, newer than this eventlog "
+            f"reads (version {FORMAT_VERSION})"
+        )
+    return f"SQLite database {path} has unknown format version {version!r}"
+
+
+def _hint(found: list[tuple[object]]) -> str:
+    version = found[0][0]
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        return "upgrade eventlog to open it"
+    return "this file was not written by eventlog"
+
+
+def rollback(connection: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if any; a failed rollback leaves nothing to undo."""
+    if connection.in_transaction:
+        try:
+            connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # SQLite already rolled back (e.g. after an I/O error)

@@ -1,0 +1,127 @@
+"""One stdlib ``sqlite3`` connection owned by one thread, called from async code.
+
+Why not aiosqlite or ``anyio.to_thread``: a turn's write is fsync-bound (about 0.3 ms) and every
+thread hop shows. A dedicated thread fed by a :class:`queue.SimpleQueue` and answering through
+``loop.call_soon_threadsafe`` costs one wake-up each way, cheaper than ``to_thread.run_sync``'s
+pool and limiter (see ``notes/sqlite-write-path.md``). A whole batch runs as one call, so a write
+round is one hop. Calls run strictly one after another, so the connection is never shared.
+
+The thread is a daemon: a store that was never closed must not keep the interpreter alive
+(``LogStore`` warns about it instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+
+from ..errors import ClosedError
+
+__all__ = ("Connect", "SQLiteWorker")
+
+T = TypeVar("T")
+Connect = Callable[[], sqlite3.Connection]
+_Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # the awaiting task went away; nobody is listening
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+class SQLiteWorker:
+    """A thread that owns one connection and runs ``fn(connection, *args)`` calls in order.
+
+    :param connect: opens the connection (called on the worker thread).
+    :param name: the thread's name, shown in debuggers.
+    """
+
+    def __init__(self, connect: Connect, name: str) -> None:
+        self._connect = connect
+        self._name = name
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._connection: sqlite3.Connection | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        """Start the thread and open the connection on it.
+
+        :raises sqlite3.Error: the connection could not be opened (the thread is stopped).
+        """
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
+        try:
+            await self._submit(self._open)
+        except BaseException:
+            await self.close()
+            raise
+
+    def _open(self, _: sqlite3.Connection | None) -> None:
+        self._connection = self._connect()
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` on the worker thread and return its result.
+
+        The call is not abandoned when the caller is cancelled: it finishes first (so a lease or
+        a commit is never left half-known), then the cancellation is delivered.
+
+        :raises ClosedError: the worker was closed.
+        """
+        if self._closed:
+            raise ClosedError(f"SQLite connection {self._name!r} is closed")
+        return await self._submit(fn, *args)
+
+    async def _submit(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((fn, args, loop, future))
+        with anyio.CancelScope(shield=True):
+            result = await future
+        return result
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                break
+            fn, args, loop, future = job
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                result = fn(self._connection, *args)
+            except BaseException as exc:  # handed to the caller, never lost
+                error = exc
+            try:
+                loop.call_soon_threadsafe(_settle, future, result, error)
+            except RuntimeError:
+                pass  # the caller's event loop is closed; nobody is waiting
+
+    async def close(self) -> None:
+        """Close the connection and stop the thread (after queued calls). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True  # from here on new calls are refused; queued ones still run
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            try:
+                await self._submit(self._close_connection)
+            finally:
+                self._queue.put(None)
+                # The thread has answered its last call and is exiting: joining is immediate.
+                thread.join()
+
+    def _close_connection(self, connection: sqlite3.Connection | None) -> None:
+        self._connection = None
+        if connection is not None:
+            connection.close()

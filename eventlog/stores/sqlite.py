@@ -1,0 +1,221 @@
+"""The SQLite backend: ``sqlite:///path.db``, the embedded default store.
+
+One file holds many sessions (DESIGN §5). A writer connection in WAL mode, owned by one thread,
+writes each group-commit round as one ``BEGIN IMMEDIATE`` transaction in one thread hop; a
+reader connection on a second thread serves ``read``, ``follow``, ``list`` and loads, so
+readers never wait behind an fsync. Driver errors are translated in :func:`_translated`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+
+import anyio
+
+from ..codec import Row
+from ..errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
+from ..writer import Batch
+from . import _sqlite_ops as ops
+from ._sqlite_schema import SYNCHRONOUS, connect_reader, connect_writer, prepare_schema
+from ._sqlite_worker import SQLiteWorker
+from .base import SessionInfo, SessionRecord
+
+__all__ = ("SQLiteBackend", "parse_sqlite_url")
+
+#: Rows per read hop: large enough that a load is a few hops, small enough to stream.
+_CHUNK = 1000
+_DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+def parse_sqlite_url(url: str) -> str:
+    """The file path of ``sqlite:///relative.db`` or ``sqlite:////absolute/path.db``.
+
+    :raises ValidationError: the URL is not of that form.
+    """
+    prefix = "sqlite:///"
+    path = url[len(prefix) :] if url.startswith(prefix) else ""
+    if not path or path.endswith("/") or "\x00" in path or path == ":memory:":
+        raise ValidationError(
+            f"malformed SQLite URL {url!r}: use 'sqlite:///relative/path.db' or "
+            "'sqlite:////absolute/path.db'",
+            hint="for a store without a file use 'memory:'",
+        )
+    return path
+
+
+@contextmanager
+def _translated(
+    path: str, action: str, *, write: bool, session_id: str | None = None
+) -> Iterator[None]:
+    """Turn a driver error into this library's error, chaining the cause."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        message = f"SQLite database {path}: {action} failed: {exc}"
+        if getattr(exc, "sqlite_errorname", "") in _DAMAGED:
+            raise CorruptLogError(
+                message,
+                session_id=session_id,
+                hint="the file is damaged or is not an eventlog database",
+            ) from exc
+        if write:
+            raise StoreWriteError(message, session_id=session_id) from exc
+        raise EventLogError(message, session_id=session_id) from exc
+
+
+class SQLiteBackend:
+    """Sessions in one SQLite file.
+
+    :param path: the database file (created on first use; its directory must exist).
+    :param durability: ``"power-loss"`` (``synchronous=FULL``: each commit is fsynced) or
+        ``"process-crash"`` (``synchronous=NORMAL``: survives the process, not the machine).
+    :param busy_timeout: seconds a write waits for another process's write lock before failing.
+    :param poll_interval: seconds between checks for other processes' writes in ``follow``.
+    :raises ValidationError: an option is out of range.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: str = "power-loss",
+        busy_timeout: float = 30.0,
+        poll_interval: float = 0.05,
+    ) -> None:
+        if durability not in SYNCHRONOUS:
+            raise ValidationError(
+                f"durability must be 'power-loss' or 'process-crash', got {durability!r}"
+            )
+        for name, value in (("busy_timeout", busy_timeout), ("poll_interval", poll_interval)):
+            if not isinstance(value, int | float) or not value > 0:
+                raise ValidationError(f"{name} must be a positive number of seconds, got {value!r}")
+        self.path = path
+        self.durability = durability
+        self._poll_interval = float(poll_interval)
+        connect = partial(
+            connect_writer, path, synchronous=SYNCHRONOUS[durability], busy_timeout=busy_timeout
+        )
+        self._writer = SQLiteWorker(connect, "eventlog-sqlite-writer")
+        self._reader = SQLiteWorker(
+            partial(connect_reader, path, busy_timeout=busy_timeout), "eventlog-sqlite-reader"
+        )
+        self._changed: anyio.Event | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<SQLiteBackend {self.path!r} durability={self.durability!r}>"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._changed = anyio.Event()
+        try:
+            with _translated(self.path, "opening the database", write=True):
+                await self._writer.start()
+                await self._writer.call(prepare_schema, self.path)
+                await self._reader.start()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.close()
+            raise
+
+    async def close(self) -> None:
+        self._closed = True
+        self._notify()  # wake followers: they find the store closed
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._reader.close()
+            finally:
+                await self._writer.close()
+
+    def _check(self) -> None:
+        if self._closed:
+            raise ClosedError(f"SQLite store {self.path} is closed")
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    # -- writes (the writer connection) --------------------------------------------------------
+
+    async def write(self, batches: Sequence[Batch]) -> Collection[str]:
+        self._check()
+        with _translated(self.path, "writing events", write=True):
+            conflicts = await self._writer.call(ops.write_batches, batches)
+        self._notify()
+        return conflicts
+
+    async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
+        self._check()
+        with _translated(self.path, "creating a session", write=True, session_id=record.id):
+            await self._writer.call(ops.insert_session, record, rows)
+        self._notify()
+
+    async def acquire_lease(self, session_id: str, owner: str) -> None:
+        self._check()
+        with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
+            await self._writer.call(ops.acquire_lease, session_id, owner)
+
+    async def release_lease(self, session_id: str, owner: str) -> None:
+        self._check()
+        with _translated(
+            self.path, "releasing the writer lease", write=True, session_id=session_id
+        ):
+            await self._writer.call(ops.release_lease, session_id, owner)
+
+    async def delete_session(self, session_id: str) -> None:
+        self._check()
+        with _translated(self.path, "deleting a session", write=True, session_id=session_id):
+            await self._writer.call(ops.delete_session, session_id)
+        self._notify()
+
+    # -- reads (the reader connection) ---------------------------------------------------------
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        self._check()
+        with _translated(self.path, "reading a session", write=False, session_id=session_id):
+            return await self._reader.call(ops.select_session, session_id)
+
+    async def read_rows(
+        self, session_id: str, from_seq: int, limit: int | None
+    ) -> AsyncIterator[Sequence[Row]]:
+        # One statement per chunk, keyed by seq: no read transaction stays open while the
+        # consumer holds a chunk (it may take its time; writers must not wait on it).
+        remaining = limit
+        while remaining is None or remaining > 0:
+            count = _CHUNK if remaining is None else min(_CHUNK, remaining)
+            self._check()
+            with _translated(self.path, "reading events", write=False, session_id=session_id):
+                rows = await self._reader.call(ops.select_rows, session_id, from_seq, count)
+            if not rows:
+                return
+            yield rows
+            if len(rows) < count:
+                return
+            from_seq = rows[-1].seq + 1
+            if remaining is not None:
+                remaining -= len(rows)
+
+    async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
+        self._check()
+        with _translated(self.path, "listing sessions", write=False):
+            return await self._reader.call(ops.select_infos, after, limit)
+
+    async def wait_for_change(self, session_id: str, head: int) -> None:
+        # Our own writer wakes us at once; other processes' commits show in `data_version`,
+        # checked every poll interval (one cheap statement, no busy loop).
+        version: int | None = None
+        while not self._closed:
+            changed = self._changed
+            assert changed is not None  # started
+            with _translated(self.path, "following events", write=False, session_id=session_id):
+                version, stored = await self._reader.call(ops.poll_head, session_id, head, version)
+            if stored is None or stored > head:
+                return
+            with anyio.move_on_after(self._poll_interval):
+                await changed.wait()
+                return

@@ -1,0 +1,41 @@
+"""The store conformance suite against a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventlog import open_store
+from eventlog.stores.logstore import LogStore
+from eventlog.testing import StoreConformance
+
+
+def flip_byte(path: Path, session_id: str, seq: int) -> None:
+    """Side door: flip one byte in the middle of a stored event's data."""
+    with sqlite3.connect(path) as db:
+        (data,) = db.execute(
+            "SELECT CAST(data AS BLOB) FROM events WHERE session_id = ? AND seq = ?",
+            (session_id, seq),
+        ).fetchone()
+        middle = len(data) // 2
+        flipped = data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1 :]
+        db.execute(
+            "UPDATE events SET data = CAST(? AS TEXT) WHERE session_id = ? AND seq = ?",
+            (flipped, session_id, seq),
+        )
+    db.close()
+
+
+class TestSQLiteConformance(StoreConformance):
+    @pytest.fixture(autouse=True)
+    def _location(self, tmp_path: Path) -> None:
+        self.path = tmp_path / "sessions.db"
+
+    def make_store(self, **options: Any) -> LogStore:
+        return open_store(f"sqlite:///{self.path}", **options)
+
+    async def tamper_event(self, session_id: str, seq: int) -> None:
+        flip_byte(self.path, session_id, seq)
