@@ -89,6 +89,10 @@ class LogStore:
             self._task_group = anyio.create_task_group()
             await self._task_group.__aenter__()
             await self._writer.start(self._task_group)
+            # A backend may need a task of its own while open (PostgreSQL: the lease heartbeat).
+            background = getattr(self.backend, "run_background", None)
+            if background is not None:
+                await self._task_group.start(background)
         except BaseException:
             self._backend_open = False
             await self.backend.close()
