@@ -1,0 +1,441 @@
+"""The PostgreSQL backend: sessions shared by many app hosts through one database.
+
+``open_store("postgresql://user@host:port/db")`` (options below) gives the same guarantees as
+the SQLite store, across machines:
+
+- **Group commit.** A write round is one call of a server-side function on a dedicated
+  connection: one round trip and one transaction for every pending event of every session.
+  ``synchronous_commit`` is on (``durability="power-loss"``, the default) or off
+  (``"process-crash"``: a crash of the app loses nothing, a crash of the server may lose the
+  last rounds).
+- **One writer per session.** The round locks its sessions (``SELECT … FOR UPDATE``) and
+  writes a batch only if the stored head is the one its writer expects *and* the lease is
+  still its own; otherwise the batch is a conflict and that session is fenced.
+- **Leases across hosts.** Hosts cannot see each other's processes, so a lease has an expiry
+  on the server's clock, renewed by a heartbeat every ``lease_ttl / 3`` seconds (and by every
+  write). A host that died stops renewing; after ``lease_ttl`` another host may take over.
+- **Follow** waits on ``LISTEN/NOTIFY`` (see :mod:`._pg_listen`), never by polling.
+- **Connection loss** during a round raises :class:`~eventlog.StoreWriteError`; the writer
+  keeps the batch and the next round reconnects. A round whose commit landed but whose reply
+  was lost is recognised on retry by its hashes and not written twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import anyio
+import asyncpg
+import msgspec
+from anyio.abc import TaskStatus
+
+from ..codec import FORMAT_VERSION, Row
+from ..errors import (
+    ClosedError,
+    SessionBusyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    UnsupportedFormatError,
+    ValidationError,
+)
+from ..writer import Batch
+from ._pg_errors import DRIVER_ERRORS, translate
+from ._pg_listen import Listener
+from ._pg_sql import Statements
+from .base import SessionInfo, SessionRecord
+
+__all__ = ("PostgresBackend",)
+
+logger = logging.getLogger("eventlog.postgres")
+
+_DURABILITY = {"power-loss": "on", "process-crash": "off"}
+_CHUNK = 2000
+_metadata_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+class PostgresBackend:
+    """Sessions in PostgreSQL tables (DESIGN §5), driven with asyncpg.
+
+    :param url: ``postgresql://user[:password]@host[:port]/database``; a ``schema`` query
+        parameter is taken as the ``schema`` option, the rest goes to asyncpg.
+    :param durability: ``"power-loss"`` (``synchronous_commit=on``) or ``"process-crash"``
+        (``synchronous_commit=off``).
+    :param lease_ttl: seconds a writer lease lives without renewal; another host may take a
+        session over this long after its writer died.
+    :param schema: the schema holding the tables (created on first use); ``public`` default.
+    :param pool_size: connections for reads and lease calls (the writer and the listener each
+        have one more of their own).
+    :param connect_timeout: seconds to wait for a connection.
+    :raises ValidationError: an option is out of range.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        durability: str = "power-loss",
+        lease_ttl: float = 10.0,
+        schema: str | None = None,
+        pool_size: int = 4,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        if durability not in _DURABILITY:
+            raise ValidationError(
+                f"durability must be 'power-loss' or 'process-crash', got {durability!r}"
+            )
+        if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):
+            raise ValidationError(
+                f"lease_ttl must be a positive number of seconds, got {lease_ttl!r}"
+            )
+        if pool_size < 1:
+            raise ValidationError(f"pool_size must be at least 1, got {pool_size!r}")
+        self._dsn, url_schema, self.display_url = _split_url(url)
+        self.schema = schema or url_schema or "public"
+        self.durability = durability
+        self.lease_ttl = float(lease_ttl)
+        self._pool_size = pool_size
+        self._connect_timeout = connect_timeout
+        self._settings = {
+            "application_name": "eventlog",
+            "synchronous_commit": _DURABILITY[durability],
+        }
+        self._sql = Statements.for_schema(self.schema)
+        self._pool: Any = None
+        self._write_conn: Any = None
+        self._listener = Listener(self._connect, self._sql.channel)
+        #: session id -> lease owner, for the leases this store holds.
+        self._leases: dict[str, str] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<PostgresBackend {self.display_url!r} schema={self.schema!r}>"
+
+    def _translate(
+        self, action: str, session_id: str | None = None
+    ) -> AbstractContextManager[None]:
+        return translate(
+            self.display_url, action, session_id=session_id, closed=lambda: self._closed
+        )
+
+    def _check_open(self, session_id: str | None = None) -> None:
+        if self._closed or self._pool is None:
+            raise ClosedError(
+                f"store {self.display_url!r} is {'closed' if self._closed else 'not started'}",
+                session_id=session_id,
+            )
+
+    async def _connect(self) -> Any:
+        return await asyncpg.connect(
+            self._dsn, server_settings=self._settings, timeout=self._connect_timeout
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        with self._translate("connecting"):
+            self._pool = await asyncpg.create_pool(
+                self._dsn,
+                min_size=1,
+                max_size=self._pool_size,
+                server_settings=self._settings,
+                timeout=self._connect_timeout,
+            )
+        try:
+            with self._translate("creating the schema"):
+                await self._setup()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _setup(self) -> None:
+        sql = self._sql
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(sql.setup_lock)
+            if not await conn.fetchval(sql.has_meta):
+                if not await conn.fetchval(
+                    "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", self.schema
+                ):
+                    await conn.execute(sql.create_schema)
+                await conn.execute(sql.create_tables)
+                await conn.execute(sql.create_write_function)
+            version = await conn.fetchval(sql.read_version)
+            if version is None:
+                await conn.execute(sql.insert_version, FORMAT_VERSION)
+            elif version > FORMAT_VERSION:
+                raise UnsupportedFormatError(
+                    f"postgresql store {self.display_url!r} (schema {self.schema!r}) has format "
+                    f"version {version}; this version of eventlog reads up to version "
+                    f"{FORMAT_VERSION}",
+                    hint="upgrade eventlog to open this store",
+                )
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._listener.aclose()
+        self._drop_write_connection()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                with anyio.fail_after(10):
+                    await pool.close()
+            except DRIVER_ERRORS:  # includes TimeoutError
+                pool.terminate()
+
+    async def run_background(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The lease heartbeat; the store runs it in its task group while open."""
+        task_status.started()
+        while True:
+            await anyio.sleep(self.lease_ttl / 3)
+            await self.renew_leases()
+
+    async def renew_leases(self) -> None:
+        """Extend every lease this store holds; a failure is logged (the next beat retries,
+        and a lease lost meanwhile fences its session at the next write)."""
+        if not self._leases or self._closed:
+            return
+        ids, owners = list(self._leases), list(self._leases.values())
+        try:
+            with self._translate("renewing leases"):
+                renewed = await self._pool.fetch(
+                    self._sql.renew_leases, ids, owners, self.lease_ttl
+                )
+        except Exception as exc:
+            logger.warning("eventlog: lease heartbeat failed: %s", exc)
+            return
+        lost = set(ids) - {r[0] for r in renewed}
+        for sid in lost:
+            if sid in self._leases:
+                logger.warning("eventlog: session %r: writer lease was taken over", sid)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
+        self._check_open(record.id)
+        metadata = msgspec.json.encode(record.metadata).decode()
+        head = rows[-1].seq if rows else -1
+        with self._translate("creating the session", record.id):
+            async with self._pool.acquire() as conn, conn.transaction():
+                created = await conn.fetchval(
+                    self._sql.insert_session,
+                    record.id,
+                    record.created_at,
+                    record.parent_id,
+                    record.fork_seq,
+                    metadata,
+                    head,
+                )
+                if created is None:
+                    raise SessionExistsError(
+                        f"session {record.id!r} already exists", session_id=record.id
+                    )
+                if rows:
+                    await conn.execute(self._sql.insert_rows, record.id, *_row_columns(rows))
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        self._check_open(session_id)
+        with self._translate("reading the session", session_id):
+            found = await self._pool.fetchrow(self._sql.get_session, session_id)
+        if found is None:
+            raise _not_found(session_id)
+        return SessionRecord(
+            id=found[0],
+            created_at=found[1],
+            parent_id=found[2],
+            fork_seq=found[3],
+            metadata=_metadata_decoder.decode(found[4]),
+            head=found[5],
+        )
+
+    async def read_rows(
+        self, session_id: str, from_seq: int, limit: int | None
+    ) -> AsyncIterator[Sequence[Row]]:
+        self._check_open(session_id)
+        remaining = limit
+        seq = from_seq
+        first = True
+        while remaining is None or remaining > 0:
+            # One query per chunk: no connection or snapshot is held while the caller works.
+            size = _CHUNK if remaining is None else min(_CHUNK, remaining)
+            with self._translate("reading events", session_id):
+                records = await self._pool.fetch(self._sql.read_rows, session_id, seq, size)
+            if first and not records:
+                await self.get_session(session_id)  # an empty log, or no such session
+            first = False
+            if not records:
+                return
+            rows = [Row(r[0], r[1], r[2], r[3], r[4], r[5], r[6].encode(), r[7]) for r in records]
+            yield rows
+            if len(rows) < size:
+                return
+            seq = rows[-1].seq + 1
+            if remaining is not None:
+                remaining -= len(rows)
+        if first:
+            await self.get_session(session_id)
+
+    async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
+        self._check_open()
+        with self._translate("listing sessions"):
+            found = await self._pool.fetch(self._sql.list_sessions, after, limit)
+        return [_info(r) for r in found]
+
+    async def delete_session(self, session_id: str) -> None:
+        self._check_open(session_id)
+        with self._translate("deleting the session", session_id):
+            async with self._pool.acquire() as conn, conn.transaction():
+                deleted = await conn.fetchval(
+                    self._sql.delete_session, session_id, self._sql.channel
+                )
+                if deleted is None:
+                    raise _not_found(session_id)
+                await conn.execute(self._sql.delete_events, session_id)
+        self._leases.pop(session_id, None)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    async def write(self, batches: Sequence[Batch]) -> Collection[str]:
+        self._check_open()
+        ids = [b.session_id for b in batches]
+        owners = [self._leases.get(b.session_id, "") for b in batches]
+        expected = [b.expected_head for b in batches]
+        last = [b.rows[-1].seq for b in batches]
+        sids = [b.session_id for b in batches for _ in b.rows]
+        rows = [row for b in batches for row in b.rows]
+        count = len(rows)
+        with self._translate(f"writing {count} events of {len(batches)} sessions"):
+            conn = await self._write_connection()
+            try:
+                conflicts = await conn.fetchval(
+                    self._sql.write,
+                    ids,
+                    owners,
+                    expected,
+                    last,
+                    self.lease_ttl,
+                    self._sql.channel,
+                    sids,
+                    *_row_columns(rows),
+                )
+            except BaseException:
+                # The connection is in doubt (lost, or mid-statement): use a fresh one next
+                # round. The retry is safe: a round that did commit is recognised by its hashes.
+                self._drop_write_connection()
+                raise
+        return set(conflicts) if conflicts else ()
+
+    async def _write_connection(self) -> Any:
+        conn = self._write_conn
+        if conn is None or conn.is_closed():
+            conn = self._write_conn = await self._connect()
+        return conn
+
+    def _drop_write_connection(self) -> None:
+        conn, self._write_conn = self._write_conn, None
+        if conn is not None:
+            conn.terminate()
+
+    # -- leases --------------------------------------------------------------------------------
+
+    async def acquire_lease(self, session_id: str, owner: str) -> None:
+        self._check_open(session_id)
+        sql = self._sql
+        with self._translate("taking the writer lease", session_id):
+            for _ in range(3):
+                if await self._pool.fetchval(sql.acquire_lease, session_id, owner, self.lease_ttl):
+                    self._leases[session_id] = owner
+                    return
+                holder = await self._pool.fetchrow(sql.lease_holder, session_id)
+                if holder is None:
+                    raise _not_found(session_id)
+                writer, remaining = holder
+                if writer is not None and remaining is not None and remaining > 0:
+                    raise _busy(session_id, writer, remaining)
+                # Released or expired between the two statements: try again.
+        raise _busy(session_id, "another writer", self.lease_ttl)
+
+    async def release_lease(self, session_id: str, owner: str) -> None:
+        if self._leases.get(session_id) == owner:
+            del self._leases[session_id]
+        if self._closed or self._pool is None:
+            return
+        with self._translate("releasing the writer lease", session_id):
+            await self._pool.execute(self._sql.release_lease, session_id, owner)
+
+    # -- following -----------------------------------------------------------------------------
+
+    async def wait_for_change(self, session_id: str, head: int) -> None:
+        if self._closed:
+            return
+        with self._translate("waiting for new events", session_id):
+            # Listen first, then look: a commit after the look is notified to us.
+            changed = await self._listener.watch(session_id)
+            stored = await self._pool.fetchval(self._sql.get_head, session_id)
+        if stored is None or stored > head:
+            return
+        await changed.wait()
+
+
+def _split_url(url: str) -> tuple[str, str | None, str]:
+    """``(dsn for asyncpg, schema from the query, url without password)``."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    dsn = urlunsplit(parts._replace(query=rest))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    return dsn, schema, urlunsplit(parts._replace(netloc=netloc))
+
+
+def _row_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
+    """The rows as column arrays, in the order the statements take them."""
+    return (
+        [r.seq for r in rows],
+        [r.type for r in rows],
+        [r.time for r in rows],
+        [r.surface for r in rows],
+        [r.sources for r in rows],
+        [r.ignorable for r in rows],
+        [r.data.decode() for r in rows],
+        [r.hash for r in rows],
+    )
+
+
+def _info(record: Any) -> SessionInfo:
+    sid = record[0]
+    try:
+        metadata = _metadata_decoder.decode(record[5])
+    except msgspec.DecodeError as exc:
+        return SessionInfo(id=sid, head=record[2], error=f"metadata does not decode: {exc}")
+    return SessionInfo(
+        id=sid,
+        created_at=record[1],
+        head=record[2],
+        parent_id=record[3],
+        fork_seq=record[4],
+        metadata=metadata,
+        last_time=record[6],
+    )
+
+
+def _not_found(session_id: str) -> SessionNotFoundError:
+    return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
+
+
+def _busy(session_id: str, writer: str, remaining: float) -> SessionBusyError:
+    return SessionBusyError(
+        f"session {session_id!r} is open for writing by {writer} "
+        f"(its lease runs {remaining:.1f} s more unless renewed)",
+        session_id=session_id,
+        hint="close the other writer, or wait for its lease to expire",
+    )
