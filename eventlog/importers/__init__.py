@@ -1,0 +1,24 @@
+"""Importers: session logs written by other tools, read into eventlog sessions.
+
+``import_dsh`` reads DeepSeek Harness (dsh) version-0 JSONL logs. Importers use only the
+``eventlog`` layer.
+"""
+
+from .dsh import EXTENSION_PREFIX, FOLDED_TYPES, ORIGINAL_TYPE, ImportReport, Refusal, import_dsh
+from .dsh_convert import dsh_message
+from .dsh_format import DSH_FORMAT_VERSION, DshFormatError, DshLog, DshRecord, parse_dsh
+
+__all__ = (
+    "DSH_FORMAT_VERSION",
+    "EXTENSION_PREFIX",
+    "FOLDED_TYPES",
+    "ORIGINAL_TYPE",
+    "DshFormatError",
+    "DshLog",
+    "DshRecord",
+    "ImportReport",
+    "Refusal",
+    "dsh_message",
+    "import_dsh",
+    "parse_dsh",
+)
