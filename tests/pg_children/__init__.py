@@ -1,0 +1,1 @@
+"""PostgreSQL test support: the server, a schema per test, and child "host" processes."""
