@@ -1,0 +1,169 @@
+"""messages(session): derivation from the surface, O(1) immutable views, history at a seq."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from eventlog import (
+    APPEND,
+    AssistantMessage,
+    Message,
+    Replace,
+    Session,
+    StepStart,
+    ToolCall,
+    ToolCallPart,
+    ToolResult,
+    TurnStart,
+    UserMessage,
+    ValidationError,
+    open_store,
+)
+from projections import MessagesView, messages
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[Session]:
+    async with open_store("memory:") as store:
+        yield await store.create(session_id="s1")
+
+
+def user(session: Session, text: str) -> int:
+    data = UserMessage(message=Message.user(text, id=text))
+    return session.append("user/message", data, surface=APPEND).seq
+
+
+def assistant(session: Session, text: str, *calls: str) -> int:
+    parts = tuple(ToolCallPart(id=c, name="read", arguments="{}") for c in calls)
+    message = Message.assistant(text, tool_calls=parts, id=f"a-{text}")
+    data = AssistantMessage(turn=1, step=1, message=message)
+    return session.append("assistant/message", data, surface=APPEND).seq
+
+
+def answer(session: Session, call_id: str) -> int:
+    data = ToolResult(turn=1, step=1, message=Message.tool_result(call_id, "out", id=call_id))
+    return session.append("tool/result", data, surface=APPEND).seq
+
+
+def ids(view: MessagesView) -> list[str]:
+    return [m.id for m in view]
+
+
+async def test_surface_events_derive_in_order_and_other_events_to_nothing(
+    session: Session,
+) -> None:
+    session.append("turn/start", TurnStart(turn=1))
+    user(session, "u1")
+    session.append("step/start", StepStart(turn=1, step=1))
+    assistant(session, "t", "c1")
+    session.append("tool/call", ToolCall(turn=1, step=1, call_id="c1", name="read", arguments="{}"))
+    answer(session, "c1")
+    assert ids(messages(session)) == ["u1", "a-t", "c1"]
+
+
+async def test_an_empty_assistant_message_derives_to_nothing(session: Session) -> None:
+    user(session, "u1")
+    empty = Message(id="empty", role="assistant", content=())
+    data = AssistantMessage(turn=1, step=1, message=empty, finish="max-tokens")
+    session.append("assistant/message", data, surface=APPEND)
+    user(session, "u2")
+    assert ids(messages(session)) == ["u1", "u2"]
+    assert ids(messages(session, at=1)) == ["u1"]
+
+
+async def test_messages_are_the_logged_objects_not_copies(session: Session) -> None:
+    seq = user(session, "u1")
+    assert messages(session)[0] is session.events()[seq].data.message
+
+
+async def test_unchanged_surface_returns_the_same_view(session: Session) -> None:
+    user(session, "u1")
+    first = messages(session)
+    assert messages(session) is first
+    session.append("turn/start", TurnStart(turn=1))  # not a surface event
+    assert messages(session) is first
+
+
+async def test_a_held_view_never_changes(session: Session) -> None:
+    a = user(session, "u1")
+    b = user(session, "u2")
+    held = messages(session)
+    user(session, "u3")
+    assert ids(messages(session)) == ["u1", "u2", "u3"]
+    summary = UserMessage(message=Message.user("summary", id="sum"))
+    session.append("user/message", summary, surface=Replace(a, b), sources=(a, b))
+    assert ids(messages(session)) == ["sum", "u3"]
+    assert ids(held) == ["u1", "u2"]
+    assert len(held) == 2
+
+
+async def test_a_replace_rebuilds_and_later_appends_extend_again(session: Session) -> None:
+    a = user(session, "u1")
+    user(session, "u2")
+    summary = UserMessage(message=Message.user("summary", id="sum"))
+    session.append("user/message", summary, surface=Replace(a, a), sources=(a,))
+    after_replace = messages(session)
+    user(session, "u3")
+    assert ids(after_replace) == ["sum", "u2"]
+    assert ids(messages(session)) == ["sum", "u2", "u3"]
+
+
+async def test_replace_by_an_empty_assistant_message_removes_the_span(session: Session) -> None:
+    a = user(session, "u1")
+    b = user(session, "u2")
+    user(session, "u3")
+    empty = AssistantMessage(turn=1, step=1, message=Message(id="e", role="assistant", content=()))
+    session.append("assistant/message", empty, surface=Replace(a, b), sources=(a, b))
+    assert ids(messages(session)) == ["u3"]
+
+
+async def test_view_is_a_sequence(session: Session) -> None:
+    for text in ("u1", "u2", "u3"):
+        user(session, text)
+    view = messages(session)
+    assert len(view) == 3
+    assert view[0].id == "u1" and view[-1].id == "u3"
+    assert [m.id for m in view[1:]] == ["u2", "u3"]
+    assert isinstance(view[1:], tuple)
+    assert view == list(view)
+    assert view == tuple(view)
+    assert view != [view[0]]
+    with pytest.raises(IndexError):
+        view[3]
+    with pytest.raises(IndexError):
+        view[-4]
+    assert repr(view) == "<MessagesView 3 messages>"
+    with pytest.raises(TypeError):
+        hash(view)
+
+
+async def test_history_at_a_seq_is_what_the_model_saw_then(session: Session) -> None:
+    a = user(session, "u1")  # 0
+    assistant(session, "t", "c1")  # 1
+    answer(session, "c1")  # 2
+    summary = UserMessage(message=Message.user("summary", id="sum"))
+    session.append("user/message", summary, surface=Replace(a, 2), sources=(a, 1, 2))  # 3
+    user(session, "u2")  # 4
+    assert ids(messages(session, at=-1)) == []
+    assert ids(messages(session, at=0)) == ["u1"]
+    assert ids(messages(session, at=2)) == ["u1", "a-t", "c1"]
+    assert ids(messages(session, at=3)) == ["sum"]
+    assert ids(messages(session, 4)) == ["sum", "u2"] == ids(messages(session))
+
+
+@pytest.mark.parametrize("at", [5, -2])
+async def test_history_at_a_seq_outside_the_log_is_refused(session: Session, at: int) -> None:
+    user(session, "u1")
+    with pytest.raises(ValidationError) as info:
+        messages(session, at=at)
+    assert str(info.value) == f"session 's1': at={at} is not a seq of the log (-1..0)"
+    assert info.value.session_id == "s1"
+
+
+async def test_empty_session_has_no_messages(session: Session) -> None:
+    assert len(messages(session)) == 0
+    assert list(messages(session, at=-1)) == []
