@@ -25,7 +25,6 @@ changes when the session moves on.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
@@ -33,7 +32,7 @@ import msgspec
 
 from eventlog import Event, Replace, Session
 
-from .base import catch_up, fold
+from .base import catch_up, events_through, fold
 
 __all__ = (
     "CallKey",
@@ -303,9 +302,11 @@ def timeline(session: Session, *, at: int | None = None) -> Timeline:
     """The timeline of ``session`` now, or as it stood after event ``at``.
 
     O(new events) per call when reading the present; ``at`` folds the prefix from scratch.
+
+    :raises ValidationError: ``at`` is not between -1 and the session's head.
     """
     if at is not None:
-        return Timeline(fold(TIMELINE, itertools.islice(session.events(), max(0, at + 1))))
+        return Timeline(fold(TIMELINE, events_through(session, at)))
     state = catch_up(session, TIMELINE)
     snapshot = state.snapshot
     if snapshot is None:

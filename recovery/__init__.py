@@ -1,0 +1,28 @@
+"""Recovery: a read-only diagnosis of what a crash left open, and the repair that closes it.
+
+DESIGN §7. ``scan(session)`` reports; ``await repair(session)`` appends the closers and
+flushes; ``recovery.testing`` helps property-test crash recovery.
+"""
+
+from .diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
+from .repair import (
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+    RepairReport,
+    not_started_text,
+    outcome_unknown_text,
+    repair,
+)
+
+__all__ = (
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
+    "DanglingCall",
+    "DanglingKind",
+    "Diagnosis",
+    "RepairReport",
+    "not_started_text",
+    "outcome_unknown_text",
+    "repair",
+    "scan",
+)
