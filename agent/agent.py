@@ -1,0 +1,486 @@
+"""The agent: turns and steps over a durable session (DESIGN §8).
+
+A turn: ``turn/start``, then steps until the model stops asking for tools. A step: claim the
+inbox (``agent/inbox/spliced``), ``step/start``, the claimed ``user/message`` s, the request
+(``request/header`` when it changed), a flush (so the request is never sent for input that is
+not durable), the model stream, the settled ``assistant/message`` (or a log-only
+``assistant/attempt``), the tools, ``step/end`` and a flush.
+
+Turns end ``completed``, ``aborted`` (cancel), ``blocked`` (``max_steps`` reached), ``error``
+(the model kept failing, or the loop failed) or ``max-tokens`` (sticky for the turn). A
+concluding tool ends the turn unless steering arrived meanwhile.
+
+Cancellation of a running turn is a request, not a task cancel: the stream is abandoned at
+once, started tools are drained, unstarted ones are answered ``ABORTED_BEFORE_DISPATCH``, and
+the turn is closed normally, so a cancelled session never needs repair.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+
+from eventlog import (
+    APPEND,
+    AssistantAttempt,
+    AssistantMessage,
+    EventLogError,
+    Message,
+    RequestHeader,
+    Session,
+    StepEnd,
+    StepStart,
+    Store,
+    ToolSpec,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+)
+from eventlog.message import new_id
+from eventlog.vocabulary import TurnEndReason
+from projections.inbox import inbox
+from projections.inbox_splices import cancel_all, claim
+from projections.messages import messages
+from projections.timeline import timeline
+from recovery import RepairReport, repair
+
+from .assembly import Assembler
+from .compaction import AutoCompaction, compact_auto
+from .errors import AgentBusyError, OpenTurnError
+from .execution import ToolExecutor
+from .inbox import Admission, submit
+from .model import Chunk, Finish, Model, ModelRequest
+from .tools import Tool, Toolbox
+
+__all__ = ("Agent", "TurnOutcome")
+
+logger = logging.getLogger("agent")
+
+StepKind = Literal["tools", "stop", "max-tokens", "aborted", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended: its number, the reason written in ``turn/end``, its step count."""
+
+    turn: int
+    reason: TurnEndReason
+    steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class _StepResult:
+    kind: StepKind
+    concluded: bool = False
+
+
+class Agent:
+    """Runs turns on ``session`` with ``model`` and ``tools``.
+
+    :param system: the system prompt.
+    :param params: model parameters (temperature, max tokens, ...), recorded in
+        ``request/header``.
+    :param max_parallel: at most this many concurrency-safe tool calls at once.
+    :param max_retries: failed model attempts retried within a step before the turn ends
+        ``error``.
+    :param retry_backoff: seconds before the first retry; doubles each time.
+    :param max_steps: steps per turn before the turn ends ``blocked``.
+    :param compaction: automatic compaction before each request, if given.
+    :raises ValueError: an option is out of range, or two tools share a name.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        model: Model,
+        tools: Iterable[Tool] = (),
+        *,
+        system: str = "",
+        params: Mapping[str, Any] | None = None,
+        max_parallel: int = 10,
+        max_retries: int = 2,
+        retry_backoff: float = 0.05,
+        max_steps: int = 64,
+        compaction: AutoCompaction | None = None,
+    ) -> None:
+        if type(max_parallel) is not int or max_parallel < 1:
+            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        if max_retries < 0 or max_steps < 1:
+            raise ValueError("max_retries must be >= 0 and max_steps >= 1")
+        self.session = session
+        self.model = model
+        self.toolbox = Toolbox(tools)
+        self.system = system
+        self.params: dict[str, Any] = dict(params or {})
+        self.max_parallel = max_parallel
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
+        self.max_steps = max_steps
+        self.compaction = compaction
+        #: What :meth:`resume` repaired, if this agent was resumed.
+        self.repair_report: RepairReport | None = None
+        self._header = _last_header(session)
+        self._live: list[Callable[[Chunk], None]] = []
+        self._running = False
+        self._cancel: anyio.Event | None = None
+        self._interruptible: anyio.CancelScope | None = None
+
+    @classmethod
+    async def resume(
+        cls,
+        store: Store,
+        session_id: str,
+        model: Model,
+        tools: Iterable[Tool] = (),
+        **options: Any,
+    ) -> Agent:
+        """Open ``session_id``, repair what a crash left open, and return its agent.
+
+        Turn numbering continues after the last turn; a pending inbox stays pending.
+
+        :raises SessionNotFoundError: no such session.
+        :raises SessionBusyError: another live writer holds the session.
+        """
+        session = await store.open(session_id)
+        try:
+            report = await repair(session)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+            raise
+        agent = cls(session, model, tools, **options)
+        agent.repair_report = report
+        return agent
+
+    def __repr__(self) -> str:
+        state = "running" if self._running else "idle"
+        return f"<Agent session={self.session.id!r} {state} model={self.model.name!r}>"
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def followup(self, message: str | Message) -> Admission:
+        """Queue ``message`` to open its own turn (next-turn)."""
+        return submit(self.session, "next-turn", message)
+
+    def steer(self, message: str | Message) -> Admission:
+        """Queue ``message`` for the next step of the running turn (or a new turn if idle)."""
+        return submit(self.session, "next-step", message)
+
+    def inject(self, message: str | Message) -> Admission:
+        """Queue ``message`` for the next step without starting one (it waits for a wake)."""
+        return submit(self.session, "next-step", message, wake=False)
+
+    async def prompt(self, text: str | Message, *, request_id: str) -> Admission:
+        """Queue a user prompt once per ``request_id`` (durable on return; see
+        :func:`agent.prompt`)."""
+        admission = submit(self.session, "next-turn", text, request_id=request_id)
+        await self.session.flush()
+        return admission
+
+    def on_chunk(self, callback: Callable[[Chunk], None]) -> Callable[[], None]:
+        """Show live stream chunks to ``callback`` (never persisted); returns the unsubscribe.
+
+        A callback that raises is logged and ignored.
+        """
+        self._live.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._live:
+                self._live.remove(callback)
+
+        return unsubscribe
+
+    # -- control -------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True while a turn runs."""
+        return self._running
+
+    def cancel(self, *, clear_inbox: bool = False) -> None:
+        """Abort the running turn: stop the stream, start no new tool, drain started tools.
+
+        :param clear_inbox: also withdraw every pending input (``outcome: canceled``).
+        """
+        if self._cancel is not None:
+            self._cancel.set()
+        if self._interruptible is not None:
+            self._interruptible.cancel()
+        if clear_inbox:
+            for payload in cancel_all(inbox(self.session)):
+                self.session.append("agent/inbox/spliced", payload)
+
+    async def run_until_idle(self) -> list[TurnOutcome]:
+        """Run turns while the inbox has input that wakes the agent.
+
+        Stops after a turn that was cancelled (pending input stays queued).
+
+        :raises AgentBusyError: a turn is already running.
+        :raises OpenTurnError: the session has a turn open (repair it, or use :meth:`resume`).
+        """
+        outcomes: list[TurnOutcome] = []
+        while inbox(self.session).wakes:
+            outcome = await self.run_turn()
+            outcomes.append(outcome)
+            if outcome.reason == "aborted":
+                break
+        return outcomes
+
+    async def run_turn(self) -> TurnOutcome:
+        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed)."""
+        if self._running:
+            raise AgentBusyError(
+                f"session {self.session.id!r}: a turn is already running",
+                session_id=self.session.id,
+            )
+        view = timeline(self.session)
+        if view.turn is not None:
+            raise OpenTurnError(
+                f"session {self.session.id!r}: turn {view.turn.number} (seq {view.turn.seq}) is "
+                "still open",
+                session_id=self.session.id,
+                seq=view.turn.seq,
+                hint="a crash left it open: use Agent.resume, or recovery.repair first",
+            )
+        self._running = True
+        self._cancel = anyio.Event()
+        try:
+            return await self._turn(view.next_turn)
+        finally:
+            self._running = False
+            self._cancel = None
+
+    # -- the turn and its steps ----------------------------------------------------------------
+
+    async def _turn(self, turn: int) -> TurnOutcome:
+        session = self.session
+        session.append("turn/start", TurnStart(turn=turn))
+        step, sticky_max_tokens = 0, False
+        reason: TurnEndReason = "completed"
+        try:
+            while True:
+                if self._cancelled:
+                    reason = "aborted"
+                    break
+                if step == self.max_steps:
+                    reason = "blocked"
+                    break
+                step += 1
+                result = await self._step(turn, step)
+                session.append("step/end", StepEnd(turn=turn, step=step))
+                await session.flush()
+                if result.kind in ("aborted", "error"):
+                    reason = result.kind
+                    break
+                sticky_max_tokens |= result.kind == "max-tokens"
+                steering = any(item.wake for item in inbox(session).next_step)
+                if result.kind == "tools" and not result.concluded and not self._cancelled:
+                    continue
+                if steering and not self._cancelled:
+                    continue
+                reason = "aborted" if self._cancelled else "completed"
+                break
+        except Exception:
+            self._close_after_failure(turn, step)
+            raise
+        if reason == "completed" and sticky_max_tokens:
+            reason = "max-tokens"
+        session.append("turn/end", TurnEnd(turn=turn, reason=reason))
+        await session.flush()
+        return TurnOutcome(turn=turn, reason=reason, steps=step)
+
+    def _close_after_failure(self, turn: int, step: int) -> None:
+        """The loop itself failed: close what is open with ``error`` if the log still takes it."""
+        try:
+            view = timeline(self.session)
+            if view.step is not None:
+                self.session.append("step/end", StepEnd(turn=turn, step=step))
+            self.session.append("turn/end", TurnEnd(turn=turn, reason="error"))
+        except EventLogError:
+            logger.exception("agent: could not close turn %d of %r", turn, self.session.id)
+
+    async def _step(self, turn: int, step: int) -> _StepResult:
+        session = self.session
+        taken = claim(inbox(session), "next-turn" if step == 1 else "next-step")
+        claimed = [session.append("agent/inbox/spliced", payload).seq for payload in taken.splices]
+        session.append("step/start", StepStart(turn=turn, step=step))
+        for item in taken.items:
+            session.append(
+                "user/message",
+                UserMessage(message=item.message),
+                surface=APPEND,
+                sources=tuple(claimed),
+            )
+        if self.compaction is not None:
+            await compact_auto(session, self.compaction)
+        request = self._request()
+        failures = 0
+        while True:
+            if self._cancelled:
+                return _StepResult("aborted")  # cancelled before the request was sent
+            await session.flush()  # checkpoint: the request is never sent for undurable input
+            settled = await self._attempt(turn, step, request)
+            if settled is not None:
+                return settled
+            failures += 1
+            if failures > self.max_retries:
+                return _StepResult("error")
+            await self._pause(self.retry_backoff * 2 ** (failures - 1))
+
+    async def _attempt(self, turn: int, step: int, request: ModelRequest) -> _StepResult | None:
+        """One model attempt; ``None`` when it failed (recorded) and may be retried."""
+        session = self.session
+        assembler = Assembler(new_id())
+        error, cancelled = await self._stream(request, assembler)
+        if error is not None:
+            session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step, error=error))
+            return None
+        reply = assembler.settle(cancelled=cancelled)
+        finish = assembler.finish
+        if reply.message is None:
+            session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step))
+            if cancelled:
+                return _StepResult("aborted")
+            return _StepResult("max-tokens" if finish and finish.kind == "max-tokens" else "stop")
+        kind = "canceled" if cancelled else finish.kind if finish else "stop"
+        event = session.append(
+            "assistant/message",
+            AssistantMessage(
+                turn=turn,
+                step=step,
+                message=reply.message,
+                finish=kind,
+                usage=assembler.usage,
+                interrupted=reply.interrupted,
+            ),
+            surface=APPEND,
+        )
+        if cancelled:
+            return _StepResult("aborted")
+        if kind == "max-tokens":
+            return _StepResult("max-tokens")
+        if not reply.tool_calls:
+            return _StepResult("stop")
+        assert self._cancel is not None
+        executor = ToolExecutor(
+            session,
+            self.toolbox,
+            turn=turn,
+            step=step,
+            cancel=self._cancel,
+            max_parallel=self.max_parallel,
+        )
+        report = await executor.run(reply.tool_calls, assistant_seq=event.seq)
+        if report.aborted or self._cancelled:
+            return _StepResult("aborted")
+        return _StepResult("tools", concluded=report.concluded)
+
+    async def _stream(self, request: ModelRequest, assembler: Assembler) -> tuple[str | None, bool]:
+        """Feed the model's stream to ``assembler``: ``(error, cancelled)``."""
+        with anyio.CancelScope() as scope:
+            self._interruptible = scope
+            if self._cancelled:
+                scope.cancel()
+            try:
+                async with _closing(self.model.stream(request)) as chunks:
+                    async for chunk in chunks:
+                        assembler.feed(chunk)
+                        self._show(chunk)
+                        if isinstance(chunk, Finish):
+                            break
+            except Exception as exc:
+                return f"{type(exc).__name__}: {exc}", False
+            finally:
+                self._interruptible = None
+        if scope.cancelled_caught or self._cancelled:
+            return None, True
+        finish = assembler.finish
+        if finish is None:
+            return "the model stream ended without a finish", False
+        if finish.kind == "error":
+            return finish.error or "the model finished with an error", False
+        return None, False
+
+    async def _pause(self, seconds: float) -> None:
+        """Back off before a retry; :meth:`cancel` cuts it short."""
+        with anyio.CancelScope() as scope:
+            self._interruptible = scope
+            if self._cancelled:
+                scope.cancel()
+            try:
+                await anyio.sleep(seconds)
+            finally:
+                self._interruptible = None
+
+    def _show(self, chunk: Chunk) -> None:
+        for callback in tuple(self._live):
+            try:
+                callback(chunk)
+            except Exception:
+                logger.exception("agent: live observer %r failed", callback)
+
+    @property
+    def _cancelled(self) -> bool:
+        return self._cancel is not None and self._cancel.is_set()
+
+    def _request(self) -> ModelRequest:
+        """The request for this step; appends ``request/header`` with what changed."""
+        tools = self.toolbox.specs()
+        now = (self.system, tools, self.model.name, self.params)
+        last = self._header
+        if now != last:
+            changed = RequestHeader(
+                system=now[0] if now[0] != last[0] else None,
+                tools=now[1] if now[1] != last[1] else None,
+                model=now[2] if now[2] != last[2] else None,
+                params=dict(now[3]) if now[3] != last[3] else None,
+            )
+            self.session.append("request/header", changed)
+            self._header = (now[0], now[1], now[2], dict(now[3]))
+        return ModelRequest(
+            messages=messages(self.session),
+            system=self.system,
+            tools=tools,
+            model=self.model.name,
+            params=dict(self.params),
+        )
+
+
+_Header = tuple[str | None, tuple[ToolSpec, ...] | None, str | None, dict[str, Any] | None]
+
+
+def _last_header(session: Session) -> _Header:
+    """The request header in force at the end of the log (fields left ``None`` never set)."""
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] | None = None
+    model: str | None = None
+    params: dict[str, Any] | None = None
+    for event in session.events():
+        if event.type != "request/header":
+            continue
+        data: RequestHeader = event.data
+        system = data.system if data.system is not None else system
+        tools = data.tools if data.tools is not None else tools
+        model = data.model if data.model is not None else model
+        params = data.params if data.params is not None else params
+    return system, tools, model, params
+
+
+class _closing:
+    """``async with``: close an async generator stream even when abandoned (shielded)."""
+
+    def __init__(self, stream: AsyncIterator[Chunk]) -> None:
+        self.stream = stream
+
+    async def __aenter__(self) -> AsyncIterator[Chunk]:
+        return self.stream
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        aclose = getattr(self.stream, "aclose", None)
+        if aclose is not None:
+            with anyio.CancelScope(shield=True):
+                await aclose()
