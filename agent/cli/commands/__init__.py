@@ -1,0 +1,27 @@
+"""The subcommands, each a :class:`Command` in :data:`COMMANDS` (the order of ``--help``)."""
+
+from __future__ import annotations
+
+from .audit import AUDIT
+from .base import Command
+from .follow import FOLLOW, FORK
+from .listing import SESSIONS, SHOW
+from .recover import RECOVER
+from .replay import REPLAY
+from .transfer import EXPORT, IMPORT
+from .verify import VERIFY
+
+__all__ = ("COMMANDS", "Command")
+
+COMMANDS: tuple[Command, ...] = (
+    SESSIONS,
+    SHOW,
+    REPLAY,
+    AUDIT,
+    VERIFY,
+    RECOVER,
+    EXPORT,
+    IMPORT,
+    FOLLOW,
+    FORK,
+)

@@ -1,0 +1,144 @@
+"""What every command needs: the store URL, the open store, and sessions loaded for reading."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from eventlog import CorruptLogError, EventLogError, Session, SurfaceError, open_store
+from eventlog.codec import decode_event, verify_rows
+from eventlog.stores import LogStore, SessionRecord
+from eventlog.surface import plan_transition
+
+from .errors import CliError
+from .output import Output
+
+__all__ = (
+    "DEFAULT_URL",
+    "Context",
+    "Loaded",
+    "find_fault",
+    "load_session",
+    "open_cli_store",
+    "resolve_url",
+)
+
+#: The store used when neither ``--db`` nor ``EVENTLOG_DB`` names one.
+DEFAULT_URL = "sqlite:///eventlog.db"
+_SCHEMES = ("memory:", "sqlite:", "postgresql://", "postgres://")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a command runs with: the resolved store URL and the output streams."""
+
+    url: str
+    out: Output
+
+
+def resolve_url(option: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """The store URL from ``--db``, else ``EVENTLOG_DB``, else :data:`DEFAULT_URL`.
+
+    A bare file path (no scheme) means a SQLite file: ``runs.db`` is ``sqlite:///runs.db``.
+    """
+    url = option or environ.get("EVENTLOG_DB") or DEFAULT_URL
+    if "://" not in url and not url.startswith(_SCHEMES):
+        return "sqlite:///" + url
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a ``sqlite:`` URL names, or ``None`` for other stores."""
+    if not url.startswith("sqlite:"):
+        return None
+    from eventlog.stores.sqlite import parse_sqlite_url
+
+    return Path(parse_sqlite_url(url))
+
+
+@asynccontextmanager
+async def open_cli_store(url: str, *, create: bool = False) -> AsyncIterator[LogStore]:
+    """Open the store at ``url``; unless ``create``, a SQLite file must already exist (a read
+    command never leaves an empty database behind a mistyped path).
+
+    :raises CliError: the file does not exist.
+    """
+    path = sqlite_path(url)
+    if path is not None and not create and not path.exists():
+        raise CliError(f"no database at {str(path)!r} (store URL {url!r})")
+    async with open_store(url) as store:
+        yield store
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A session opened for reading (no lease) with its stored record.
+
+    :ivar session: read-only; holds the events before ``fault`` when there is one.
+    :ivar fault: the first integrity error in the stored log, naming its seq, or ``None``.
+    """
+
+    session: Session
+    record: SessionRecord
+    fault: EventLogError | None
+
+    @property
+    def stored_events(self) -> int:
+        return self.record.head + 1
+
+
+async def load_session(store: LogStore, session_id: str) -> Loaded:
+    """Load ``session_id`` read-only; a damaged log loads up to its first bad event.
+
+    :raises SessionNotFoundError: no such session.
+    """
+    record = await store.backend.get_session(session_id)
+    session = await store.open(session_id, salvage=True)
+    fault = None
+    if session.head < record.head:
+        fault = await find_fault(store, session, record.head)
+    return Loaded(session, record, fault)
+
+
+async def find_fault(store: LogStore, salvaged: Session, stored_head: int) -> EventLogError:
+    """Why loading stopped after ``salvaged.head``: the same check ``open`` makes, on the one
+    event after the salvaged prefix, so the error names that event's seq."""
+    sid, seq = salvaged.id, salvaged.head + 1
+    rows = [row async for chunk in store.backend.read_rows(sid, seq, 1) for row in chunk]
+    if not rows:
+        return CorruptLogError(
+            f"session {sid!r}, seq {seq}: the stored head is {stored_head} but the events "
+            f"from seq {seq} are missing",
+            session_id=sid,
+            seq=seq,
+        )
+    try:
+        verify_rows(rows, salvaged.last_hash, seq, session_id=sid)
+        event = decode_event(rows[0], store.types, session_id=sid)
+        if event.surface is not None:
+            plan_transition(
+                salvaged.surface_index,
+                seq=seq,
+                type_=event.type,
+                data=event.data,
+                op=event.surface,
+                sources=event.sources,
+                session_id=sid,
+                payload_of=lambda s: salvaged.events()[s].data,
+            )
+    except SurfaceError as exc:
+        return CorruptLogError(
+            f"session {sid!r}, seq {seq}: stored surface operation is invalid: {exc.message}",
+            session_id=sid,
+            seq=seq,
+        )
+    except EventLogError as exc:
+        return exc
+    return CorruptLogError(
+        f"session {sid!r}, seq {seq}: the stored event could not be loaded",
+        session_id=sid,
+        seq=seq,
+    )

@@ -1,0 +1,38 @@
+"""Exit codes and the one-line error the command prints instead of a traceback."""
+
+from __future__ import annotations
+
+from eventlog import CorruptLogError, EventLogError, UnsupportedFormatError
+
+__all__ = ("EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "CliError", "exit_code_for", "one_line")
+
+#: Everything is fine.
+EXIT_OK = 0
+#: The command ran and found something: a broken hash chain, a session needing repair.
+EXIT_FINDINGS = 1
+#: The command could not run: bad arguments, a bad URL, a missing session or file.
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """An error the command reports in one line and exits with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def one_line(text: str) -> str:
+    """``text`` folded onto one line (driver messages sometimes carry newlines)."""
+    return " ".join(text.split())
+
+
+def is_finding(exc: EventLogError) -> bool:
+    """A damaged or unreadable *session log* is a finding; anything else is an input error."""
+    return isinstance(exc, CorruptLogError | UnsupportedFormatError) and exc.session_id is not None
+
+
+def exit_code_for(exc: EventLogError) -> int:
+    """The exit code of a library error that ends a command."""
+    return EXIT_FINDINGS if is_finding(exc) else EXIT_USAGE

@@ -1,0 +1,114 @@
+"""Real SQLite files holding generated agent runs, for the ``eventlog`` command's tests.
+
+:func:`build_runs_db` writes one file with a session in every state the command must handle:
+a finished run with a compaction and an app extension event (``balanced``), a run cut by a crash
+inside a step with dangling calls of all three classes (``crashed``), the same cut repaired
+(``repaired``), a run stopped right after a ``turn/start`` (``open``), and a finished run with
+one stored byte changed behind the store's back (``corrupt``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from eventlog import EventTypes, open_store
+from recovery import repair
+from recovery.testing import AgentRun, random_run
+
+__all__ = (
+    "CORRUPT_SEQ",
+    "CRASH_STOP",
+    "SEED",
+    "Note",
+    "build_runs_db",
+    "cli_types",
+    "play_into",
+    "url_of",
+)
+
+#: The seed of the generated run every session is cut from: two turns, tool calls answered
+#: out of order, a compaction replace.
+SEED = 5
+#: Events of the run kept in ``crashed``: the crash hits inside a step whose calls are
+#: recovered (outcome logged), outcome-unknown (call logged) and not-started (only proposed).
+CRASH_STOP = 11
+#: The event of ``corrupt`` whose stored data is altered.
+CORRUPT_SEQ = 2
+
+
+class Note(msgspec.Struct, frozen=True, kw_only=True):
+    """An app's own ignorable event type, unknown to the command."""
+
+    text: str
+
+
+def cli_types() -> EventTypes:
+    """The core vocabulary plus the app type ``app/note`` (ignorable)."""
+    types = EventTypes()
+    types.register("app/note", Note, ignorable=True)
+    return types
+
+
+def url_of(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def the_run() -> AgentRun:
+    return random_run(SEED)
+
+
+async def play_into(url: str, session_id: str, run: AgentRun, stop: int | None = None) -> None:
+    """Create ``session_id`` in the store at ``url`` holding ``run`` up to ``stop``."""
+    async with open_store(url, types=cli_types()) as store:
+        session = await store.create(session_id, metadata={"run": session_id})
+        await run.play(session, stop)
+        await session.aclose()
+
+
+async def _build(url: str) -> None:
+    run = the_run()
+    first_turn = next(i for i, e in enumerate(run.events) if e.type == "turn/start")
+    async with open_store(url, types=cli_types()) as store:
+        balanced = await store.create("balanced", metadata={"run": "balanced"})
+        await run.play(balanced)
+        balanced.append("app/note", Note(text="reviewed by the auditor"))
+        await balanced.aclose()
+        for sid, stop in (("crashed", CRASH_STOP), ("repaired", CRASH_STOP)):
+            session = await store.create(sid)
+            await run.play(session, stop)
+            if sid == "repaired":
+                await repair(session)
+            await session.aclose()
+        opened = await store.create("open")
+        await run.play(opened, first_turn + 1)
+        await opened.aclose()
+        corrupt = await store.create("corrupt")
+        await run.play(corrupt)
+        await corrupt.aclose()
+
+
+def corrupt_event(path: Path, session_id: str, seq: int) -> None:
+    """Change one character of a stored payload, keeping it valid JSON (a hash mismatch)."""
+    with sqlite3.connect(path) as db:
+        (data,) = db.execute(
+            "SELECT data FROM events WHERE session_id = ? AND seq = ?", (session_id, seq)
+        ).fetchone()
+        text = data.decode() if isinstance(data, bytes) else data
+        altered = text.replace(":1", ":7", 1) if ":1" in text else text.replace('"', "'", 0) + " "
+        assert altered != text
+        db.execute(
+            "UPDATE events SET data = ? WHERE session_id = ? AND seq = ?",
+            (altered, session_id, seq),
+        )
+    db.close()
+
+
+def build_runs_db(path: Path) -> Path:
+    """Write the fixture file at ``path`` and return it."""
+    anyio.run(_build, url_of(path), backend="asyncio")
+    corrupt_event(path, "corrupt", CORRUPT_SEQ)
+    return path
