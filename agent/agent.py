@@ -42,10 +42,7 @@ from eventlog import (
 )
 from eventlog.message import new_id
 from eventlog.vocabulary import TurnEndReason
-from projections.inbox import inbox
-from projections.inbox_splices import cancel_all, claim
-from projections.messages import messages
-from projections.timeline import timeline
+from projections import cancel_all, claim, inbox, messages, timeline
 from recovery import RepairReport, repair
 
 from .assembly import Assembler

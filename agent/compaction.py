@@ -35,7 +35,7 @@ from eventlog import (
     UserMessage,
 )
 from eventlog.message import ReasoningPart, new_id
-from projections.timeline import timeline
+from projections import timeline
 
 from .errors import CompactionError
 from .model import Finish, Model, ModelError, ModelRequest, TextDelta

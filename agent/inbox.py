@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eventlog import InboxItem, Message, Session
+from eventlog import Message, Session
 from eventlog.vocabulary import InboxTarget
-from projections.inbox import inbox
-from projections.inbox_splices import enqueue
+from projections import enqueue, inbox
 
 __all__ = ("Admission", "as_message", "prompt", "submit")
 
@@ -78,8 +77,3 @@ async def prompt(session: Session, text: str | Message, *, request_id: str) -> A
     admission = submit(session, "next-turn", text, request_id=request_id)
     await session.flush()
     return admission
-
-
-def pending_items(session: Session) -> tuple[InboxItem, ...]:
-    """Everything pending, next-step first (the order a claim takes them)."""
-    return tuple(inbox(session))

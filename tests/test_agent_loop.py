@@ -32,9 +32,7 @@ from eventlog import (
     open_store,
 )
 from eventlog.stores import MemoryData
-from projections.inbox import inbox
-from projections.messages import messages
-from projections.timeline import timeline
+from projections import inbox, messages, timeline
 from recovery import TOOL_OUTCOME_UNKNOWN, scan
 from tests.agent_children.support import Probe, Tracker
 
