@@ -1,0 +1,107 @@
+"""What every peer of the side-by-side benchmark provides, and the helpers they share.
+
+A peer writes one session of ``turns`` standard turns (``benchmarks.workload``) into a fresh
+SQLite file, durably at the end of every turn unless it says otherwise, and reloads that session
+from a second connection. The harness (``benchmarks.peers``) times nothing itself: the peer
+returns the seconds of its write loop (the turns and the last durability barrier, not opening
+the database or creating its schema) and of its load call (not opening the database).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from benchmarks.workload import EVENTS_PER_TURN, turn_events
+
+__all__ = (
+    "EVENTS_PER_TURN",
+    "NativeEvent",
+    "Peer",
+    "Seedable",
+    "WriteResult",
+    "database_bytes",
+    "native_turn",
+    "pragma",
+)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """One timed write of a whole session.
+
+    :param seconds: wall time of the write loop, including the last durability barrier.
+    :param session_id: what :meth:`Peer.reload` needs to find the session again.
+    :param settings: the durability settings read back from the peer's own connection
+        (``{"journal_mode": "wal", "synchronous": "2"}``), so the report shows what ran.
+    """
+
+    seconds: float
+    session_id: str
+    settings: dict[str, str]
+
+
+class Peer(Protocol):
+    """A session store measured side by side with eventlog."""
+
+    #: Short name printed in the table.
+    name: str
+    #: The distribution whose version is reported (``"eventlog"``, ``"eventsourcing"``, …).
+    package: str
+    #: How this peer is made durable at the end of each turn, in one sentence.
+    durability: str
+    #: What the load path checks about what it reads (``"nothing"`` when it checks nothing).
+    validates: str
+    #: True when the load path checks what it reads (the reload comparison uses only these).
+    validating: bool
+
+    def write(self, path: Path, turns: int) -> WriteResult:
+        """Write one session of ``turns`` turns into the fresh database ``path`` and close it."""
+        ...
+
+    def reload(self, path: Path, session_id: str) -> float:
+        """Seconds to load the whole session back through the peer's own load path."""
+        ...
+
+    def max_turns(self) -> int | None:
+        """The longest session this peer can write within the time budget, or None for any."""
+        ...
+
+
+@runtime_checkable
+class Seedable(Protocol):
+    """A peer that cannot write long sessions in time but can lay down what its load reads."""
+
+    def seed(self, path: Path, turns: int) -> str:
+        """Write, untimed, the state a ``turns``-turn session leaves; return the session id."""
+        ...
+
+
+#: (type, payload as JSON-compatible builtins) of one workload event.
+NativeEvent = tuple[str, dict[str, Any]]
+
+
+def native_turn(turn: int) -> Iterator[NativeEvent]:
+    """The events of ``turn`` as plain dicts, for peers that store JSON-like payloads."""
+    for type_, data, _surface in turn_events(turn):
+        yield type_, msgspec.to_builtins(data)
+
+
+def database_bytes(path: Path) -> int:
+    """Bytes the database occupies on disk: the main file and any write-ahead log left over."""
+    total = 0
+    for candidate in (path, path.with_name(path.name + "-wal")):
+        if candidate.exists():
+            total += candidate.stat().st_size
+    return total
+
+
+def pragma(connection: sqlite3.Connection, name: str) -> str:
+    """The value of ``PRAGMA name`` on ``connection``, as text."""
+    row = connection.execute(f"PRAGMA {name}").fetchone()
+    return str(row[0]) if row is not None else "?"

@@ -1,0 +1,140 @@
+"""eventlog on ``sqlite:///``: flush once per turn, and the background writer.
+
+Equivalent of the workload: the 18 events themselves, committed with ``session.append`` (each
+payload validated against its registered type, the surface index advanced) through
+``benchmarks.workload.append_turn``.
+
+Two ways of making a session durable, measured as two rows:
+
+- **flush per turn** (``durability="power-loss"``): ``await session.flush()`` after each turn,
+  so the turn is fsynced (WAL, ``synchronous=FULL``) before the next one starts — the same
+  guarantee as every peer.
+- **background writer**: no flush between turns. The loop yields to the event loop once per
+  turn, as an agent awaiting its model would, and the store's writer drains on its own every
+  ``write_delay`` (10 ms), group-committing whatever turns have accumulated; one ``flush`` at
+  the end makes the last ones durable before the clock stops. Every event is durable within
+  about ``write_delay`` of its commit rather than at the end of its turn: a weaker guarantee
+  than the other rows, shown separately for that reason.
+
+Load path: ``store.open(session_id)`` on a freshly opened store reads the session's rows,
+verifies the blake2b hash chain, decodes every payload against its registered type and rebuilds
+the surface index (DESIGN.md §5). It validates schema, order and integrity.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+
+from benchmarks.workload import append_turn
+from eventlog import open_store
+from eventlog.stores.logstore import LogStore
+
+from ._common import WriteResult, pragma
+
+__all__ = ("EventlogBackground", "EventlogFlushPerTurn")
+
+_DURABILITY = "power-loss"
+
+
+def _url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def _store(path: Path) -> LogStore:
+    return open_store(_url(path), durability=_DURABILITY)
+
+
+def _pragmas(connection: sqlite3.Connection) -> dict[str, str]:
+    return {name: pragma(connection, name) for name in ("journal_mode", "synchronous")}
+
+
+async def _settings(store: LogStore) -> dict[str, str]:
+    """The settings of the store's writer connection, read back on its own thread.
+
+    Reaches into the SQLite backend's private writer worker, the only way to see the pragmas
+    the store really runs with; if that changes, the configured durability is reported alone.
+    """
+    settings = {"durability": _DURABILITY}
+    worker = getattr(store.backend, "_writer", None)
+    if worker is not None:
+        settings.update(await worker.call(_pragmas))
+    return settings
+
+
+async def _reload(path: Path, session_id: str) -> float:
+    async with _store(path) as store:
+        start = time.perf_counter()
+        session = await store.open(session_id)
+        seconds = time.perf_counter() - start
+        head = session.head
+        await session.aclose()
+    assert head >= 0, "the session must not be empty"
+    return seconds
+
+
+class EventlogFlushPerTurn:
+    """eventlog, ``power-loss`` durability, ``await session.flush()`` after every turn."""
+
+    name = "eventlog (flush per turn)"
+    package = "eventlog"
+    durability = "power-loss (WAL, synchronous=FULL), one flush per turn"
+    validates = "schema, order, hash chain"
+    validating = True
+
+    def write(self, path: Path, turns: int) -> WriteResult:
+        return anyio.run(self._write, path, turns)
+
+    async def _write(self, path: Path, turns: int) -> WriteResult:
+        async with _store(path) as store:
+            session = await store.create()
+            start = time.perf_counter()
+            for turn in range(1, turns + 1):
+                append_turn(session, turn)
+                await session.flush()
+            seconds = time.perf_counter() - start
+            await session.aclose()
+            settings = await _settings(store)
+        return WriteResult(seconds, session.id, settings)
+
+    def reload(self, path: Path, session_id: str) -> float:
+        return anyio.run(_reload, path, session_id)
+
+    def max_turns(self) -> int | None:
+        return None
+
+
+class EventlogBackground:
+    """eventlog, ``power-loss`` durability, the background writer drains; one final flush."""
+
+    name = "eventlog (background writer)"
+    package = "eventlog"
+    durability = "power-loss (WAL, synchronous=FULL), writer drains every 10 ms, flush at end"
+    validates = "schema, order, hash chain"
+    validating = True
+
+    def write(self, path: Path, turns: int) -> WriteResult:
+        return anyio.run(self._write, path, turns)
+
+    async def _write(self, path: Path, turns: int) -> WriteResult:
+        async with _store(path) as store:
+            session = await store.create()
+            start = time.perf_counter()
+            for turn in range(1, turns + 1):
+                append_turn(session, turn)
+                await anyio.lowlevel.checkpoint()
+            await session.flush()
+            seconds = time.perf_counter() - start
+            await session.aclose()
+            settings = await _settings(store)
+        return WriteResult(seconds, session.id, settings)
+
+    def reload(self, path: Path, session_id: str) -> float:
+        return anyio.run(_reload, path, session_id)
+
+    def max_turns(self) -> int | None:
+        return None

@@ -1,0 +1,100 @@
+"""The floor: stdlib ``sqlite3`` with one ``executemany`` per turn.
+
+Equivalent of the workload: the 18 events of a turn become 18 rows
+``(session_id, seq, type, time, data)`` with the payload Struct encoded to JSON by msgspec, inserted
+with one ``executemany`` inside ``BEGIN IMMEDIATE … COMMIT``. No validation, no hash, no
+surface index: the least work any store could do to keep the same rows.
+
+Durability: WAL with ``synchronous=FULL`` set explicitly on the connection, so every turn's
+``COMMIT`` fsyncs the write-ahead log before it returns (survives power loss).
+
+Load path: one ``SELECT`` ordered by seq and a JSON decode of each row. It validates nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import msgspec
+
+from benchmarks.workload import turn_events
+
+from ._common import WriteResult, pragma
+
+__all__ = ("RawSQLite",)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq)
+)
+"""
+_INSERT = "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)"
+_SESSION = "raw-session"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=FULL")
+    return connection
+
+
+class RawSQLite:
+    """Stdlib sqlite3, one transaction and one ``executemany`` per turn."""
+
+    name = "raw sqlite3"
+    package = "sqlite3"
+    durability = "WAL, synchronous=FULL, one COMMIT per turn"
+    validates = "nothing (json decode only)"
+    validating = False
+
+    def write(self, path: Path, turns: int) -> WriteResult:
+        connection = _connect(path)
+        try:
+            connection.execute(_SCHEMA)
+            encode = msgspec.json.encode
+            seq = 0
+            start = time.perf_counter()
+            for turn in range(1, turns + 1):
+                now = time.time_ns() // 1_000_000
+                rows = []
+                for type_, data, _surface in turn_events(turn):
+                    rows.append((_SESSION, seq, type_, now, encode(data)))
+                    seq += 1
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany(_INSERT, rows)
+                connection.execute("COMMIT")
+            seconds = time.perf_counter() - start
+            settings = {
+                "journal_mode": pragma(connection, "journal_mode"),
+                "synchronous": pragma(connection, "synchronous"),
+            }
+        finally:
+            connection.close()
+        return WriteResult(seconds, _SESSION, settings)
+
+    def reload(self, path: Path, session_id: str) -> float:
+        connection = _connect(path)
+        try:
+            decode = msgspec.json.decode
+            start = time.perf_counter()
+            rows = connection.execute(
+                "SELECT seq, type, data FROM events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            events = [(seq, type_, decode(data)) for seq, type_, data in rows]
+            seconds = time.perf_counter() - start
+        finally:
+            connection.close()
+        assert events, "the session must not be empty"
+        return seconds
+
+    def max_turns(self) -> int | None:
+        return None
