@@ -155,6 +155,10 @@ class FaultyStore(LogStore):
             url=f"faulty+{url}" if url else "faulty",
         )
 
+    async def __aenter__(self) -> FaultyStore:
+        await super().__aenter__()
+        return self
+
     @property
     def writes(self) -> int:
         """How many writes were attempted so far."""
