@@ -1,20 +1,29 @@
-"""Change notification across hosts: ``LISTEN`` on one dedicated connection per store.
+"""Change notification across hosts: ``LISTEN`` on one connection, ``NOTIFY`` after commits.
 
-Every write round ends with ``pg_notify(channel, session_id)`` inside its transaction, so a
-notification is sent exactly when the rows became visible. A follower first makes sure this
-store is listening, then checks the stored head, then waits: a commit after the check is
-notified to a connection that was already listening, so no change falls between the two.
+A write round commits first; then the :class:`Notifier` (a background task of the store)
+sends ``pg_notify(channel, session_id)`` for the sessions it advanced, on a connection of its
+own. It is not sent inside the write transaction because PostgreSQL serialises the commits of
+notifying transactions cluster-wide until after their WAL flush, which would serialise every
+host's writer.
+
+A follower first makes sure its store is listening, then checks the stored head, then waits:
+a commit after the check is followed by a notification to a connection that was already
+listening, so no change falls between the two. Follow reads rows by seq, so it stays gap-free
+whatever the notifications do. A writer that dies between its commit and its notification
+leaves followers waiting until the session's next change (the next writer, after taking the
+session over, notifies).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import anyio
+from anyio.abc import TaskStatus
 
-__all__ = ("Listener",)
+__all__ = ("Listener", "Notifier")
 
 logger = logging.getLogger("eventlog.postgres")
 
@@ -71,6 +80,13 @@ class Listener:
             logger.warning("eventlog: the LISTEN connection was lost; followers re-check")
         self.wake_all()
 
+    def wake(self, session_ids: Iterable[str]) -> None:
+        """Wake the waiters of ``session_ids`` (their sessions changed)."""
+        for sid in session_ids:
+            event = self._waiters.pop(sid, None)
+            if event is not None:
+                event.set()
+
     def wake_all(self) -> None:
         """Wake every waiter (they re-check the stored head)."""
         waiters, self._waiters = self._waiters, {}
@@ -82,6 +98,74 @@ class Listener:
         self._closed = True
         conn, self._conn = self._conn, None
         self.wake_all()
+        if conn is not None and not conn.is_closed():
+            try:
+                with anyio.fail_after(5):
+                    await conn.close()
+            except Exception:
+                conn.terminate()
+
+
+class Notifier:
+    """Sends the notifications of committed rounds, off the write path.
+
+    :param connect: opens a new connection (the notifier owns and closes it).
+    :param channel: the store's notification channel.
+    :param statement: ``$1`` channel, ``$2`` session ids: one notification per id.
+    """
+
+    def __init__(self, connect: Callable[[], Awaitable[Any]], channel: str, statement: str) -> None:
+        self._connect = connect
+        self._channel = channel
+        self._statement = statement
+        self._conn: Any = None
+        self._pending: set[str] = set()
+        self._wake = anyio.Event()
+
+    def changed(self, session_ids: Iterable[str]) -> None:
+        """Note sessions whose stored head moved; the running task notifies them soon."""
+        self._pending.update(session_ids)
+        self._wake.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Send notifications as rounds commit, until cancelled."""
+        task_status.started()
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if not await self.send():
+                await anyio.sleep(0.5)  # the server is unreachable: pace the retries
+
+    async def send(self) -> bool:
+        """Notify every noted session now; on failure keep them for the next try.
+
+        :returns: whether the notifications went out.
+        """
+        if not self._pending:
+            return True
+        ids, self._pending = self._pending, set()
+        try:
+            if self._conn is None or self._conn.is_closed():
+                self._conn = await self._connect()
+            await self._conn.fetchval(self._statement, self._channel, sorted(ids))
+        except Exception as exc:
+            logger.warning("eventlog: notifying followers failed, will retry: %s", exc)
+            self._pending |= ids
+            self._drop()
+            self._wake.set()
+            return False
+        return True
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.terminate()
+
+    async def aclose(self) -> None:
+        """Send what is noted (best effort) and close the connection."""
+        with anyio.move_on_after(2):
+            await self.send()
+        conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
             try:
                 with anyio.fail_after(5):

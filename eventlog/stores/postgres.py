@@ -45,7 +45,7 @@ from ..errors import (
 )
 from ..writer import Batch
 from ._pg_errors import DRIVER_ERRORS, translate
-from ._pg_listen import Listener
+from ._pg_listen import Listener, Notifier
 from ._pg_sql import Statements
 from .base import SessionInfo, SessionRecord
 
@@ -108,6 +108,8 @@ class PostgresBackend:
         self._pool: Any = None
         self._write_conn: Any = None
         self._listener = Listener(self._connect, self._sql.channel)
+        self._notifier = Notifier(self._connect, self._sql.channel, self._sql.notify)
+        self._background = False
         #: session id -> lease owner, for the leases this store holds.
         self._leases: dict[str, str] = {}
         self._closed = False
@@ -148,6 +150,7 @@ class PostgresBackend:
         try:
             with self._translate("creating the schema"):
                 await self._setup()
+                self._write_conn = await self._connect()
         except BaseException:
             await self.close()
             raise
@@ -178,6 +181,7 @@ class PostgresBackend:
         if self._closed:
             return
         self._closed = True
+        await self._notifier.aclose()
         await self._listener.aclose()
         self._drop_write_connection()
         pool, self._pool = self._pool, None
@@ -191,11 +195,17 @@ class PostgresBackend:
     async def run_background(
         self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """The lease heartbeat; the store runs it in its task group while open."""
-        task_status.started()
-        while True:
-            await anyio.sleep(self.lease_ttl / 3)
-            await self.renew_leases()
+        """The lease heartbeat and the notifier; the store runs this in its task group."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._notifier.run)
+            self._background = True
+            task_status.started()
+            try:
+                while True:
+                    await anyio.sleep(self.lease_ttl / 3)
+                    await self.renew_leases()
+            finally:
+                self._background = False
 
     async def renew_leases(self) -> None:
         """Extend every lease this store holds; a failure is logged (the next beat retries,
@@ -321,7 +331,6 @@ class PostgresBackend:
                     expected,
                     last,
                     self.lease_ttl,
-                    self._sql.channel,
                     sids,
                     *_row_columns(rows),
                 )
@@ -330,7 +339,12 @@ class PostgresBackend:
                 # round. The retry is safe: a round that did commit is recognised by its hashes.
                 self._drop_write_connection()
                 raise
-        return set(conflicts) if conflicts else ()
+        written = set(ids).difference(conflicts)
+        self._listener.wake(written)  # followers in this process need no round trip
+        self._notifier.changed(written)
+        if not self._background:
+            await self._notifier.send()
+        return set(conflicts)
 
     async def _write_connection(self) -> Any:
         conn = self._write_conn

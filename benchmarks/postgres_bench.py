@@ -1,0 +1,298 @@
+"""The PostgreSQL store against raw asyncpg, on the server of this machine.
+
+Figures (each the median of several runs, store and raw alternating in the same run):
+
+- durable throughput of the standard workload, one flush per turn (``power-loss``:
+  ``synchronous_commit=on``), against raw asyncpg inserting the same encoded rows with one
+  ``executemany`` in one transaction per turn; and their ratio (goal ≥0.8×);
+- the same with ``durability="process-crash"`` (``synchronous_commit=off``);
+- group commit: many sessions written by the background writer, no flush per turn;
+- single-event flush latency p50/p99;
+- four writer processes on four sessions: aggregate throughput.
+
+The server is ``EVENTLOG_BENCH_POSTGRES_URL`` (default the local one, database
+``eventlog_bench``, created when missing); each run works in its own schema, dropped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import anyio.lowlevel
+import asyncpg
+
+from eventlog import open_store
+from eventlog.codec import Row
+from eventlog.stores import MemoryData
+
+from ._harness import Figure, Stats, print_figure
+from .workload import EVENTS_PER_TURN, TurnEvent, append_turn, turn_events
+
+__all__ = ("main",)
+
+URL = os.environ.get(
+    "EVENTLOG_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/eventlog_bench"
+)
+_RAW_TABLE = """
+CREATE TABLE IF NOT EXISTS {s}.raw_events (
+    session_id text NOT NULL, seq bigint NOT NULL, type text NOT NULL, time bigint NOT NULL,
+    surface text, sources text NOT NULL, ignorable boolean NOT NULL, data text NOT NULL,
+    hash bytea NOT NULL, PRIMARY KEY (session_id, seq))
+"""
+_RAW_INSERT = (
+    "INSERT INTO {s}.raw_events (session_id, seq, type, time, surface, sources, ignorable, "
+    "data, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+)
+
+
+def _store_url(schema: str) -> str:
+    return f"{URL}?schema={schema}"
+
+
+async def _prepare_database() -> None:
+    parts = urlsplit(URL)
+    database = parts.path.lstrip("/")
+    conn = await asyncpg.connect(urlunsplit(parts._replace(path="/postgres")))
+    try:
+        if not await conn.fetchval(
+            "SELECT count(*) > 0 FROM pg_database WHERE datname = $1", database
+        ):
+            await conn.execute(f'CREATE DATABASE "{database}"')
+    finally:
+        await conn.close()
+
+
+async def _sql(statement: str) -> None:
+    conn = await asyncpg.connect(URL)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+def _prepared(turns: int) -> list[list[TurnEvent]]:
+    return [list(turn_events(turn)) for turn in range(1, turns + 1)]
+
+
+async def _encoded_rows(turns: int) -> list[list[Row]]:
+    """The rows the store writes for ``turns`` standard turns, grouped per turn."""
+    data = MemoryData()
+    async with open_store("memory:", data=data) as store:
+        session = await store.create(session_id="raw")
+        for turn in range(1, turns + 1):
+            append_turn(session, turn)
+        await session.flush()
+    rows = data.rows["raw"]
+    return [rows[i : i + EVENTS_PER_TURN] for i in range(0, len(rows), EVENTS_PER_TURN)]
+
+
+# -- one process ---------------------------------------------------------------------------------
+
+
+async def paired_turns(
+    schema: str, turns: list[list[TurnEvent]], rows: list[list[Row]], durability: str
+) -> tuple[float, float]:
+    """Events per second of the store and of raw asyncpg, one flush (transaction) per turn.
+
+    The two alternate turn by turn in the same event loop, so the load of a shared machine
+    falls on both alike. Raw asyncpg inserts the same encoded rows with one ``executemany``
+    in one transaction per turn.
+    """
+    setting = "on" if durability == "power-loss" else "off"
+    conn = await asyncpg.connect(URL, server_settings={"synchronous_commit": setting})
+    insert = _RAW_INSERT.format(s=f'"{schema}"')
+    sid = uuid.uuid4().hex
+    store_time = raw_time = 0.0
+    try:
+        async with open_store(_store_url(schema), durability=durability) as store:
+            session = await store.create()
+            append = session.append
+            for events, turn_rows in zip(turns, rows, strict=True):
+                start = time.perf_counter()
+                for type_, data, surface in events:
+                    append(type_, data, surface=surface)
+                await session.flush()
+                store_time += time.perf_counter() - start
+                start = time.perf_counter()
+                records = [
+                    (
+                        sid,
+                        r.seq,
+                        r.type,
+                        r.time,
+                        r.surface,
+                        r.sources,
+                        r.ignorable,
+                        r.data.decode(),
+                        r.hash,
+                    )
+                    for r in turn_rows
+                ]
+                async with conn.transaction():
+                    await conn.executemany(insert, records)
+                raw_time += time.perf_counter() - start
+    finally:
+        await conn.close()
+    events_count = len(turns) * EVENTS_PER_TURN
+    return events_count / store_time, events_count / raw_time
+
+
+async def group_commit(schema: str, sessions: int, turns: int) -> float:
+    """Events per second when the background writer alone writes many sessions."""
+    work = _prepared(turns)
+    async with open_store(_store_url(schema)) as store:
+        opened = [await store.create() for _ in range(sessions)]
+        start = time.perf_counter()
+        for events in work:
+            for session in opened:
+                for type_, data, surface in events:
+                    session.append(type_, data, surface=surface)
+            await anyio.lowlevel.checkpoint()  # let the writer run, as an app's I/O would
+        for session in opened:
+            await session.flush()
+        elapsed = time.perf_counter() - start
+    return sessions * turns * EVENTS_PER_TURN / elapsed
+
+
+async def flush_latency(schema: str, count: int) -> list[float]:
+    """Seconds per single-event append-and-flush."""
+    from eventlog import APPEND, Message, UserMessage
+
+    async with open_store(_store_url(schema)) as store:
+        session = await store.create()
+        times = []
+        for i in range(count):
+            start = time.perf_counter()
+            session.append(
+                "user/message", UserMessage(message=Message.user(f"m{i}")), surface=APPEND
+            )
+            await session.flush()
+            times.append(time.perf_counter() - start)
+    return times
+
+
+# -- four processes ------------------------------------------------------------------------------
+
+
+async def _child(schema: str, turns: int) -> None:
+    """One writer process: set up, say ready, wait for go, write, print start and end."""
+    work = _prepared(turns)
+    async with open_store(_store_url(schema)) as store:
+        session = await store.create()
+        print("ready", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+        start = time.time()
+        for events in work:
+            for type_, data, surface in events:
+                session.append(type_, data, surface=surface)
+            await session.flush()
+        end = time.time()
+    print(f"{start} {end}", flush=True)
+
+
+def processes(schema: str, count: int, turns: int) -> float:
+    """Aggregate events per second of ``count`` writer processes, one session each."""
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.postgres_bench", "child", schema, str(turns)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(count)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        spans = []
+        for child in children:
+            out, _ = child.communicate(timeout=600)
+            start, end = map(float, out.split())
+            spans.append((start, end))
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
+    return count * turns * EVENTS_PER_TURN / wall
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def _throughput(schema: str, turns: int, runs: int, durability: str) -> None:
+    work = _prepared(turns)
+    rows = anyio.run(_encoded_rows, turns)
+    pairs = [anyio.run(paired_turns, schema, work, rows, durability) for _ in range(runs)]
+    label = f"{durability}, flush per turn, {turns * EVENTS_PER_TURN:,} events"
+    print_figure(Figure(f"store: {label}", Stats(tuple(s for s, _ in pairs)), "events/s"))
+    print_figure(
+        Figure(f"raw asyncpg executemany: {label}", Stats(tuple(r for _, r in pairs)), "events/s")
+    )
+    ratios = Stats(tuple(s / r for s, r in pairs))
+    print_figure(Figure("  ratio store / raw (paired runs)", ratios, "×", "≥0.8"))
+
+
+def main(quick: bool = False) -> None:
+    try:
+        anyio.run(_prepare_database)
+    except OSError as exc:
+        print(f"(PostgreSQL not reachable at {URL}: {exc})", flush=True)
+        return
+    schema = f"bench_{os.getpid()}"
+    anyio.run(_sql, f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    anyio.run(_sql, _RAW_TABLE.format(s=f'"{schema}"'))
+    try:
+        turns = 40 if quick else 200
+        runs = 3 if quick else 7
+        _throughput(schema, turns, runs, "power-loss")
+        _throughput(schema, turns, runs, "process-crash")
+        sessions, gturns = (20, 5) if quick else (50, 20)
+        values = [anyio.run(group_commit, schema, sessions, gturns) for _ in range(runs)]
+        print_figure(
+            Figure(
+                f"group commit, background writer, {sessions} sessions × {gturns} turns",
+                Stats(tuple(values)),
+                "events/s",
+            )
+        )
+        latencies = anyio.run(flush_latency, schema, 100 if quick else 500)
+        ordered = sorted(latencies)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        print(
+            f"{'single-event flush latency':<58} p50 {statistics.median(latencies) * 1e3:.3f} ms, "
+            f"p99 {p99 * 1e3:.3f} ms ({len(latencies)} flushes)",
+            flush=True,
+        )
+        pturns = 25 if quick else 100
+        prun = 3 if quick else 5
+        values = [processes(schema, 4, pturns) for _ in range(prun)]
+        print_figure(
+            Figure(
+                f"4 writer processes, 4 sessions, flush per turn ({pturns} turns each)",
+                Stats(tuple(values)),
+                "events/s",
+            )
+        )
+    finally:
+        anyio.run(_sql, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        anyio.run(_child, sys.argv[2], int(sys.argv[3]))
+    else:
+        main(quick="--quick" in sys.argv)
