@@ -1,8 +1,10 @@
 """Driver errors of the PostgreSQL store, translated where they are born.
 
 Every call into asyncpg runs inside :func:`translate`: a server error, a lost connection or a
-refused connect becomes a :class:`~eventlog.StoreWriteError` (an ``OSError``) naming the store
-and the session, with the driver's exception chained. Errors of this library pass through.
+refused connect becomes a :class:`~eventlog.StoreWriteError` (an ``OSError``) when something
+was being written, and an :class:`~eventlog.EventLogError` when something was being read (as
+in the SQLite store), naming the store and the session, with the driver's exception chained.
+Errors of this library pass through.
 """
 
 from __future__ import annotations
@@ -51,15 +53,18 @@ def translate(
     action: str,
     *,
     session_id: str | None = None,
+    write: bool = True,
     closed: Callable[[], bool] = lambda: False,
 ) -> Iterator[None]:
     """Turn driver errors raised inside the block into this library's errors.
 
     :param store: the store's URL without its password, for the message.
     :param action: what was being done, e.g. ``"writing a batch"``.
+    :param write: something was being written (``StoreWriteError``) rather than read.
     :param closed: tells whether the store was closed meanwhile (then the failure is
         reported as :class:`ClosedError`).
-    :raises StoreWriteError: the driver failed (the cause is chained).
+    :raises StoreWriteError: the driver failed while writing (the cause is chained).
+    :raises EventLogError: the driver failed while reading.
     """
     try:
         yield
@@ -69,9 +74,8 @@ def translate(
         where = f"session {session_id!r}: " if session_id is not None else ""
         if closed():
             raise ClosedError(f"{where}store {store!r} is closed", session_id=session_id) from exc
-        lost = is_connection_lost(exc)
-        raise StoreWriteError(
-            f"{where}postgresql store {store!r}: {action} failed: {type(exc).__name__}: {exc}",
-            session_id=session_id,
-            hint=_START_HINT if lost else None,
-        ) from exc
+        message = f"{where}postgresql store {store!r}: {action} failed: {type(exc).__name__}: {exc}"
+        hint = _START_HINT if is_connection_lost(exc) else None
+        if write:
+            raise StoreWriteError(message, session_id=session_id, hint=hint) from exc
+        raise EventLogError(message, session_id=session_id, hint=hint) from exc

@@ -71,7 +71,7 @@ class PostgresBackend:
     :param pool_size: connections for reads and lease calls (the writer and the listener each
         have one more of their own).
     :param connect_timeout: seconds to wait for a connection.
-    :raises ValidationError: an option is out of range.
+    :raises ValidationError: an option is unknown or out of range.
     """
 
     def __init__(
@@ -83,7 +83,10 @@ class PostgresBackend:
         schema: str | None = None,
         pool_size: int = 4,
         connect_timeout: float = 10.0,
+        **unknown: Any,
     ) -> None:
+        if unknown:
+            raise ValidationError(f"unknown option(s) for {url!r}: {', '.join(sorted(unknown))}")
         if durability not in _DURABILITY:
             raise ValidationError(
                 f"durability must be 'power-loss' or 'process-crash', got {durability!r}"
@@ -118,10 +121,14 @@ class PostgresBackend:
         return f"<PostgresBackend {self.display_url!r} schema={self.schema!r}>"
 
     def _translate(
-        self, action: str, session_id: str | None = None
+        self, action: str, session_id: str | None = None, *, write: bool = True
     ) -> AbstractContextManager[None]:
         return translate(
-            self.display_url, action, session_id=session_id, closed=lambda: self._closed
+            self.display_url,
+            action,
+            session_id=session_id,
+            write=write,
+            closed=lambda: self._closed,
         )
 
     def _check_open(self, session_id: str | None = None) -> None:
@@ -252,7 +259,7 @@ class PostgresBackend:
 
     async def get_session(self, session_id: str) -> SessionRecord:
         self._check_open(session_id)
-        with self._translate("reading the session", session_id):
+        with self._translate("reading the session", session_id, write=False):
             found = await self._pool.fetchrow(self._sql.get_session, session_id)
         if found is None:
             raise _not_found(session_id)
@@ -275,7 +282,7 @@ class PostgresBackend:
         while remaining is None or remaining > 0:
             # One query per chunk: no connection or snapshot is held while the caller works.
             size = _CHUNK if remaining is None else min(_CHUNK, remaining)
-            with self._translate("reading events", session_id):
+            with self._translate("reading events", session_id, write=False):
                 records = await self._pool.fetch(self._sql.read_rows, session_id, seq, size)
             if first and not records:
                 await self.get_session(session_id)  # an empty log, or no such session
@@ -294,7 +301,7 @@ class PostgresBackend:
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         self._check_open()
-        with self._translate("listing sessions"):
+        with self._translate("listing sessions", write=False):
             found = await self._pool.fetch(self._sql.list_sessions, after, limit)
         return [_info(r) for r in found]
 
@@ -389,7 +396,7 @@ class PostgresBackend:
     async def wait_for_change(self, session_id: str, head: int) -> None:
         if self._closed:
             return
-        with self._translate("waiting for new events", session_id):
+        with self._translate("waiting for new events", session_id, write=False):
             # Listen first, then look: a commit after the look is notified to us.
             changed = await self._listener.watch(session_id)
             stored = await self._pool.fetchval(self._sql.get_head, session_id)
