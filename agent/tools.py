@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, get_type_hints, runtime_checkable
+from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
 import anyio
 import msgspec
@@ -143,13 +143,29 @@ class FunctionTool:
         return f"<FunctionTool {self.name!r}>"
 
 
+@overload
+def tool(
+    fn: Body,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    safe: bool | Callable[[Any], bool] = False,
+) -> FunctionTool: ...
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    safe: bool | Callable[[Any], bool] = False,
+) -> Callable[[Body], FunctionTool]: ...
 def tool(
     fn: Body | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
     safe: bool | Callable[[Any], bool] = False,
-) -> Any:
+) -> FunctionTool | Callable[[Body], FunctionTool]:
     """Make a :class:`FunctionTool`; usable as ``@tool`` or ``@tool(safe=True)``.
 
     The function either takes one parameter annotated with a msgspec ``Struct`` (the arguments
