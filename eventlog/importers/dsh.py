@@ -32,8 +32,9 @@ from ..event import APPEND, Replace, SurfaceOp
 from ..registry import EventTypes
 from ..session import Session
 from ..stores.base import Store
-from .dsh_convert import Converted, Converter, Unconvertible
+from .dsh_convert import Converted, Converter
 from .dsh_format import DshLog, DshRecord, parse_dsh, read_dsh_lines
+from .dsh_messages import Unconvertible
 
 __all__ = (
     "EXTENSION_PREFIX",
@@ -163,7 +164,6 @@ async def import_dsh(
     else:
         log = parse_dsh(source)
     plan = _plan(log)
-    _register_extensions(_store_types(store), plan)
     session = await store.create(session_id, metadata=_metadata(log, metadata))
     try:
         report = _Committer(session, log).commit(plan)
@@ -176,21 +176,19 @@ async def import_dsh(
     return report
 
 
-def _store_types(store: Store) -> EventTypes:
-    """The registry sessions of ``store`` validate against."""
-    types = getattr(store, "types", None)
-    if not isinstance(types, EventTypes):
-        raise ValidationError(f"store {store!r} exposes no EventTypes registry as .types")
-    return types
-
-
 def _plan(log: DshLog) -> list[_Planned]:
+    """Map every record; notes about the log go to ``log.notes``."""
     converter = Converter()
     plan = []
+    unsettled: dict[tuple[Any, Any], list[int]] = {}  # (turn, step) -> [first line, chunks]
     for record in log.records:
         if record.type in FOLDED_TYPES:
+            key = _step_of(record.data)
+            unsettled.setdefault(key, [record.line, 0])[1] += record.width
             plan.append(_Planned(record))
             continue
+        if record.type == "assistant/message":
+            unsettled.pop(_step_of(record.data), None)
         converter.observe(record.type, record.data)
         if not converter.maps(record.type):
             plan.append(_Planned(record))
@@ -199,22 +197,25 @@ def _plan(log: DshLog) -> list[_Planned]:
             plan.append(_Planned(record, converter.convert(record.type, record.data, record.seq)))
         except Unconvertible as exc:
             plan.append(_Planned(record, refusal=str(exc)))
+    log.notes.extend(
+        f"line {line}: {chunks} chunk event(s) of turn {turn} step {step} were never settled "
+        "by an assistant/message; their content is folded away"
+        for (turn, step), (line, chunks) in unsettled.items()
+    )
     return plan
 
 
-def _register_extensions(types: EventTypes, plan: list[_Planned]) -> None:
-    names = {ORIGINAL_TYPE}
-    names.update(
-        EXTENSION_PREFIX + p.record.type
-        for p in plan
-        if p.record.type not in FOLDED_TYPES and p.converted is None
-    )
-    for name in sorted(names):
-        if name not in types:
-            try:
-                types.register(name, dict[str, Any], ignorable=True)
-            except ValidationError:
-                pass  # a type name we cannot register: its events are refused at commit
+def _step_of(data: Any) -> tuple[Any, Any]:
+    return (data.get("turn"), data.get("step")) if isinstance(data, dict) else (None, None)
+
+
+def _ensure_registered(types: EventTypes, name: str) -> None:
+    """Register the extension type ``name`` (payload: the dsh data object) unless known."""
+    if name not in types:
+        try:
+            types.register(name, dict[str, Any], ignorable=True)
+        except ValidationError:
+            pass  # e.g. a name we cannot register: appending its event reports why
 
 
 def _metadata(log: DshLog, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -247,12 +248,15 @@ class _Committer:
         self.open_turn: int | None = None
         self.notes: list[str] = list(log.notes)
         self.stray_noted: set[int] = set()
+        self.clamped = 0
 
     def commit(self, plan: list[_Planned]) -> ImportReport:
         for planned in plan:
             record = planned.record
             if record.time is not None:
-                self.time = record.time
+                # Our log's times never run backwards; a clock that stepped back is clamped.
+                self.clamped += record.time < self.time
+                self.time = max(self.time, record.time)
             if record.type in FOLDED_TYPES:
                 self.counts["folded"] += record.width
                 self.counts["packed_rows"] += record.packed
@@ -283,6 +287,7 @@ class _Committer:
             self.open_turn = None
         if converted.losses:
             self.losses.update(converted.losses)
+            _ensure_registered(self.session.types, ORIGINAL_TYPE)
             self.session.append(
                 ORIGINAL_TYPE,
                 {"type": record.type, "data": record.data},
@@ -293,6 +298,10 @@ class _Committer:
 
     def _extension(self, record: DshRecord, refusal: str | None) -> None:
         name = EXTENSION_PREFIX + record.type
+        if name == ORIGINAL_TYPE:
+            self._refuse(record, f"{name} is reserved for the importer; not imported")
+            return
+        _ensure_registered(self.session.types, name)
         try:
             event = self.session.append(
                 name, record.data, sources=self._sources(record), time=self.time
@@ -333,6 +342,10 @@ class _Committer:
 
     def _report(self) -> ImportReport:
         records = self.log.records
+        if self.clamped:
+            self.notes.append(
+                f"{self.clamped} event time(s) earlier than the event before; raised to it"
+            )
         return ImportReport(
             file=self.log.file,
             session_id=self.session.id,

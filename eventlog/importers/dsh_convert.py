@@ -15,20 +15,12 @@ of the events of importing the whole log.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast, get_args
 
 import msgspec
 
-from ..message import (
-    Message,
-    MessageSource,
-    Part,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
+from ..message import Message
 from ..vocabulary import (
     AssistantMessage,
     FinishReason,
@@ -47,8 +39,16 @@ from ..vocabulary import (
     Usage,
     UserMessage,
 )
+from .dsh_messages import (
+    Losses,
+    Unconvertible,
+    dsh_message,
+    int_field,
+    raw_arguments,
+    text_field,
+)
 
-__all__ = ("Converted", "Converter", "Unconvertible", "dsh_message")
+__all__ = ("Converted", "Converter")
 
 _TURN_END_REASONS = frozenset(get_args(TurnEndReason))
 _USAGE_FIELDS = {
@@ -59,10 +59,6 @@ _USAGE_FIELDS = {
 }
 
 
-class Unconvertible(Exception):
-    """The payload of a core dsh type does not fit the core vocabulary (``str(exc)`` says why)."""
-
-
 @dataclass(frozen=True, slots=True)
 class Converted:
     """A dsh event mapped onto the vocabulary: our type, payload and what could not be kept."""
@@ -70,14 +66,6 @@ class Converted:
     type: str
     payload: Any
     losses: tuple[str, ...] = ()
-
-
-@dataclass(slots=True)
-class _Losses:
-    labels: list[str] = field(default_factory=list)
-
-    def extra_keys(self, where: str, value: dict[str, Any], known: frozenset[str]) -> None:
-        self.labels.extend(f"{where}.{key}" for key in sorted(value.keys() - known))
 
 
 class Converter:
@@ -127,12 +115,14 @@ class Converter:
     # -- turns and steps -----------------------------------------------------------------------
 
     def _turn_start(self, data: dict[str, Any], seq: int) -> Converted:
-        losses = _Losses()
+        losses = Losses()
         losses.extra_keys("turn/start", data, frozenset({"turn"}))
-        return Converted("turn/start", TurnStart(turn=_int(data, "turn")), tuple(losses.labels))
+        return Converted(
+            "turn/start", TurnStart(turn=int_field(data, "turn")), tuple(losses.labels)
+        )
 
     def _turn_end(self, data: dict[str, Any], seq: int) -> Converted:
-        losses = _Losses()
+        losses = Losses()
         losses.extra_keys("turn/end", data, frozenset({"turn", "reason"}))
         reason = data.get("reason")
         kind = reason.get("kind") if isinstance(reason, dict) else reason
@@ -140,15 +130,15 @@ class Converter:
             raise Unconvertible(f"turn/end reason {reason!r} is not one of the known kinds")
         if isinstance(reason, dict):
             losses.extra_keys("turn/end.reason", reason, frozenset({"kind"}))
-        payload = TurnEnd(turn=_int(data, "turn"), reason=cast(TurnEndReason, kind))
+        payload = TurnEnd(turn=int_field(data, "turn"), reason=cast(TurnEndReason, kind))
         return Converted("turn/end", payload, tuple(losses.labels))
 
     @staticmethod
     def _step(type_: str, cls: type[StepStart] | type[StepEnd]) -> Callable[[Any, int], Converted]:
         def convert(data: dict[str, Any], seq: int) -> Converted:
-            losses = _Losses()
+            losses = Losses()
             losses.extra_keys(type_, data, frozenset({"turn", "step"}))
-            payload = cls(turn=_int(data, "turn"), step=_int(data, "step"))
+            payload = cls(turn=int_field(data, "turn"), step=int_field(data, "step"))
             return Converted(type_, payload, tuple(losses.labels))
 
         return convert
@@ -160,7 +150,7 @@ class Converter:
         return Converted("user/message", UserMessage(message=message), tuple(labels))
 
     def _assistant_message(self, data: dict[str, Any], seq: int) -> Converted:
-        losses = _Losses()
+        losses = Losses()
         if "message" in data:
             losses.extra_keys(
                 "assistant/message",
@@ -184,8 +174,8 @@ class Converter:
         usage = _usage(data.get("usage"), losses)
         interrupted = data.get("interrupted") is True
         payload = AssistantMessage(
-            turn=_int(data, "turn"),
-            step=_int(data, "step"),
+            turn=int_field(data, "turn"),
+            step=int_field(data, "step"),
             message=message,
             finish=_finish(data, message, interrupted),
             usage=usage,
@@ -194,21 +184,21 @@ class Converter:
         return Converted("assistant/message", payload, tuple(losses.labels))
 
     def _tool_call(self, data: dict[str, Any], seq: int) -> Converted:
-        losses = _Losses()
+        losses = Losses()
         losses.extra_keys(
             "tool/call", data, frozenset({"turn", "step", "callId", "name", "arguments"})
         )
         payload = ToolCall(
-            turn=_int(data, "turn"),
-            step=_int(data, "step"),
-            call_id=_str(data, "callId"),
-            name=_str(data, "name"),
-            arguments=_arguments(data.get("arguments"), "tool/call.arguments", losses),
+            turn=int_field(data, "turn"),
+            step=int_field(data, "step"),
+            call_id=text_field(data, "callId"),
+            name=text_field(data, "name"),
+            arguments=raw_arguments(data.get("arguments"), "tool/call.arguments", losses),
         )
         return Converted("tool/call", payload, tuple(losses.labels))
 
     def _tool_result(self, data: dict[str, Any], seq: int) -> Converted:
-        losses = _Losses()
+        losses = Losses()
         if "message" in data:
             losses.extra_keys("tool/result", data, frozenset({"turn", "step", "message", "error"}))
             raw = data["message"]
@@ -233,8 +223,8 @@ class Converter:
         if len(message.content) != 1 or not message.tool_results:
             raise Unconvertible("a tool/result message must hold exactly one tool-result block")
         payload = ToolResult(
-            turn=_int(data, "turn"),
-            step=_int(data, "step"),
+            turn=int_field(data, "turn"),
+            step=int_field(data, "step"),
             message=message,
             error=_tool_error(data.get("error"), losses),
         )
@@ -243,7 +233,7 @@ class Converter:
     # -- log-only events -----------------------------------------------------------------------
 
     def _inbox_spliced(self, data: dict[str, Any], seq: int) -> Converted:
-        losses = _Losses()
+        losses = Losses()
         losses.extra_keys(
             "agent/inbox/spliced",
             data,
@@ -263,7 +253,7 @@ class Converter:
         # Literal fields (target, outcome) are checked when the event is committed.
         payload = InboxSpliced(
             target=data["target"],
-            start=_int(data, "start") if "start" in data else 0,
+            start=int_field(data, "start") if "start" in data else 0,
             removed=removed,
             inserted=tuple(items),
             outcome=outcome,
@@ -271,7 +261,7 @@ class Converter:
         return Converted("agent/inbox/spliced", payload, tuple(losses.labels))
 
     def _request_header(self, data: dict[str, Any], seq: int) -> Converted:
-        losses = _Losses()
+        losses = Losses()
         losses.extra_keys("request/header", data, frozenset({"header"}))
         header = data["header"]
         losses.extra_keys("request/header.header", header, frozenset({"config", "system", "tools"}))
@@ -291,138 +281,10 @@ class Converter:
         return Converted("request/header", payload, tuple(losses.labels))
 
 
-# -- messages ----------------------------------------------------------------------------------
-
-
-def dsh_message(
-    raw: Any,
-    *,
-    seq: int,
-    role: str,
-    route: dict[str, Any] | None = None,
-    n: int | None = None,
-) -> tuple[Message, list[str]]:
-    """Map one dsh message onto :class:`Message`; also returns the loss labels.
-
-    :param seq: the dsh seq of the event holding the message; a message with no ``id`` (old
-        snapshots) gets ``dsh-<seq>`` (``dsh-<seq>-<n>`` for the ``n``-th of a splice).
-    :param role: our role for it: ``user``, ``assistant`` or ``tool`` (a dsh tool result is a
-        ``user`` message).
-    :param route: the current ``{provider, model}``; a model source naming exactly these is
-        not a loss.
-    :raises Unconvertible: the message's shape or a part's type is unknown.
-    """
-    if not isinstance(raw, dict) or not isinstance(raw.get("content"), list):
-        raise Unconvertible("a message must be an object with a 'content' list")
-    losses = _Losses()
-    losses.extra_keys("message", raw, frozenset({"id", "role", "content", "source"}))
-    dsh_role = raw.get("role", "user" if role == "tool" else role)
-    if dsh_role != ("user" if role == "tool" else role):
-        raise Unconvertible(f"a {role} message has role {dsh_role!r}")
-    message_id = raw.get("id")
-    if not isinstance(message_id, str) or not message_id:
-        message_id = f"dsh-{seq}" if n is None else f"dsh-{seq}-{n}"
-    parts = tuple(_part(part, losses) for part in raw["content"])
-    source = _source(raw.get("source"), parts, route or {}, losses)
-    message = Message(id=message_id, role=role, content=parts, source=source)  # type: ignore[arg-type]
-    return message, losses.labels
-
-
-def _part(raw: Any, losses: _Losses) -> Part:
-    kind = raw.get("type") if isinstance(raw, dict) else None
-    if kind == "text":
-        losses.extra_keys("text part", raw, frozenset({"type", "text"}))
-        return TextPart(text=_str(raw, "text"))
-    if kind == "reasoning":
-        losses.extra_keys("reasoning part", raw, frozenset({"type", "text", "signature"}))
-        signature = raw.get("signature")
-        return ReasoningPart(
-            text=_str(raw, "text"), signature=signature if isinstance(signature, str) else None
-        )
-    if kind == "tool-call":
-        losses.extra_keys("tool-call part", raw, frozenset({"type", "id", "name", "arguments"}))
-        return ToolCallPart(
-            id=_str(raw, "id"),
-            name=_str(raw, "name"),
-            arguments=_arguments(raw.get("arguments"), "tool-call part.arguments", losses),
-        )
-    if kind == "tool-result":
-        losses.extra_keys(
-            "tool-result part", raw, frozenset({"type", "toolCallId", "content", "isError"})
-        )
-        return ToolResultPart(
-            call_id=_str(raw, "toolCallId"),
-            content=_result_text(raw.get("content"), losses),
-            is_error=raw.get("isError") is True,
-        )
-    if kind == "image":
-        losses.labels.append("image part")
-        return TextPart(text=_image_placeholder(raw.get("attachment")))
-    raise Unconvertible(f"message part type {kind!r} is not known")
-
-
-def _result_text(content: Any, losses: _Losses) -> str:
-    """A tool result's content blocks as one string (our results hold text only)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise Unconvertible("a tool-result block's content is neither text nor a list")
-    texts = []
-    for block in content:
-        part = _part(block, losses)
-        if not isinstance(part, TextPart):
-            raise Unconvertible(f"a tool-result block holds a {type(part).__name__}")
-        texts.append(part.text)
-    return "\n".join(texts)
-
-
-def _image_placeholder(attachment: Any) -> str:
-    if not isinstance(attachment, dict):
-        return "[image]"
-    name = attachment.get("name") or attachment.get("attachmentId") or "unnamed"
-    size = ""
-    if "width" in attachment and "height" in attachment:
-        size = f", {attachment['width']}x{attachment['height']}"
-    return f"[image: {name}, {attachment.get('mediaType', 'unknown type')}{size}]"
-
-
-def _source(
-    raw: Any, parts: tuple[Part, ...], route: dict[str, Any], losses: _Losses
-) -> MessageSource | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise Unconvertible("a message source must be an object")
-    kind = raw.get("kind")
-    if kind == "user":
-        losses.extra_keys("message.source", raw, frozenset({"kind", "rpcId"}))
-        rpc_id = raw.get("rpcId")
-        return MessageSource(kind="user", request_id=rpc_id if isinstance(rpc_id, str) else None)
-    if kind == "model":
-        losses.extra_keys("message.source", raw, frozenset({"kind", "provider", "model"}))
-        named = {k: raw[k] for k in ("provider", "model") if k in raw}
-        if named and named != {k: route[k] for k in named if k in route}:
-            losses.labels.append("message.source.route")
-        return MessageSource(kind="model")
-    if kind == "tool":
-        losses.extra_keys("message.source", raw, frozenset({"kind", "callId"}))
-        call_ids = {p.call_id for p in parts if isinstance(p, ToolResultPart)}
-        if "callId" in raw and {raw["callId"]} != call_ids:
-            losses.labels.append("message.source.callId")
-        return MessageSource(kind="tool")
-    if kind == "plugin" and (raw.get("plugin") == "compact" or "compactionId" in raw):
-        losses.labels.append("message.source.compaction")
-        return MessageSource(kind="compaction")
-    # plugin, agent-instructions, goal, skill-catalog, subagent-*: context the harness wrote.
-    # Our sources have no such kind; none is better than passing it off as the human's words.
-    losses.labels.append(f"message.source.kind={kind}")
-    return None
-
-
 # -- small field helpers -----------------------------------------------------------------------
 
 
-def _usage(raw: Any, losses: _Losses) -> Usage | None:
+def _usage(raw: Any, losses: Losses) -> Usage | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -443,16 +305,16 @@ def _finish(data: dict[str, Any], message: Message, interrupted: bool) -> Finish
     return "tool-calls" if message.tool_calls else "stop"
 
 
-def _tool_error(raw: Any, losses: _Losses) -> ToolError | None:
+def _tool_error(raw: Any, losses: Losses) -> ToolError | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise Unconvertible("tool/result error is not an object")
     losses.extra_keys("tool/result.error", raw, frozenset({"name", "code"}))
-    return ToolError(name=_str(raw, "name"), code=_str(raw, "code"))
+    return ToolError(name=text_field(raw, "name"), code=text_field(raw, "code"))
 
 
-def _tools(raw: Any, losses: _Losses) -> tuple[ToolSpec, ...] | None:
+def _tools(raw: Any, losses: Losses) -> tuple[ToolSpec, ...] | None:
     if raw is None:
         return None
     if isinstance(raw, list) and all(isinstance(t, dict) and "name" in t for t in raw):
@@ -461,24 +323,3 @@ def _tools(raw: Any, losses: _Losses) -> tuple[ToolSpec, ...] | None:
         return tuple(msgspec.convert(tool, ToolSpec) for tool in raw)
     losses.labels.append("request/header.header.tools")  # e.g. a snapshot's "{{tools}}"
     return None
-
-
-def _arguments(raw: Any, where: str, losses: _Losses) -> str:
-    if isinstance(raw, str):
-        return raw
-    losses.labels.append(where)
-    return msgspec.json.encode(raw).decode()
-
-
-def _int(data: dict[str, Any], key: str) -> int:
-    value = data.get(key)
-    if type(value) is not int:
-        raise Unconvertible(f"{key!r} is {value!r}, not an integer")
-    return value
-
-
-def _str(data: dict[str, Any], key: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str):
-        raise Unconvertible(f"{key!r} is {value!r}, not a string")
-    return value

@@ -138,7 +138,10 @@ def parse_dsh(lines: Iterable[str], *, file: str = "<lines>") -> DshLog:
     """
     log: DshLog | None = None
     next_seq = 0
-    for number, text in enumerate(lines, start=1):
+    texts = list(lines)
+    while texts and not texts[-1].strip():
+        texts.pop()  # blank lines at the end are no records; anywhere else they are malformed
+    for number, text in enumerate(texts, start=1):
         value = _decode_line(file, number, text.rstrip("\r\n"))
         if log is None:
             log = DshLog(file=file, header=_header(file, value))
