@@ -85,8 +85,6 @@ class PostgresBackend:
         connect_timeout: float = 10.0,
         **unknown: Any,
     ) -> None:
-        if unknown:
-            raise ValidationError(f"unknown option(s) for {url!r}: {', '.join(sorted(unknown))}")
         if durability not in _DURABILITY:
             raise ValidationError(
                 f"durability must be 'power-loss' or 'process-crash', got {durability!r}"
@@ -98,6 +96,10 @@ class PostgresBackend:
         if pool_size < 1:
             raise ValidationError(f"pool_size must be at least 1, got {pool_size!r}")
         self._dsn, url_schema, self.display_url = _split_url(url)
+        if unknown:
+            raise ValidationError(
+                f"unknown option(s) for {self.display_url!r}: {', '.join(sorted(unknown))}"
+            )
         self.schema = schema or url_schema or "public"
         self.durability = durability
         self.lease_ttl = float(lease_ttl)
@@ -415,7 +417,7 @@ def _split_url(url: str) -> tuple[str, str | None, str]:
     netloc = parts.netloc
     if parts.password is not None:
         netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    return dsn, schema, urlunsplit(parts._replace(netloc=netloc))
+    return dsn, schema, urlunsplit(parts._replace(netloc=netloc, query=rest))
 
 
 def _row_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
