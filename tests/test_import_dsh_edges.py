@@ -229,3 +229,15 @@ async def test_sources_naming_no_earlier_event_are_dropped_and_noted() -> None:
     )
     assert events[0].sources == ()
     assert report.notes == ("line 2: 2 sourceEventSeqs name no earlier event (first 7); dropped",)
+
+
+@pytest.mark.anyio
+async def test_an_original_too_large_to_keep_is_reported() -> None:
+    message = user("x" * 1000, "u1")
+    message["source"] = {"kind": "plugin", "plugin": "p", "sections": [{"text": "y" * 1000}]}
+    async with open_store("memory:", max_event_bytes=1600) as store:
+        report = await import_dsh(store, log(line("user/message", message, surfaceOp="append")))
+    [refusal] = report.refused
+    assert refusal.reason.startswith("imported, but its original data was not kept: session ")
+    assert "payload of 'dsh/original' is " in refusal.reason
+    assert (report.core, report.originals) == (1, 0)

@@ -287,14 +287,22 @@ class _Committer:
             self.open_turn = None
         if converted.losses:
             self.losses.update(converted.losses)
-            _ensure_registered(self.session.types, ORIGINAL_TYPE)
+            self._keep_original(record, event.seq)
+
+    def _keep_original(self, record: DshRecord, seq: int) -> None:
+        """Keep what the core payload of ``seq`` could not hold: the whole dsh data."""
+        _ensure_registered(self.session.types, ORIGINAL_TYPE)
+        try:
             self.session.append(
                 ORIGINAL_TYPE,
                 {"type": record.type, "data": record.data},
-                sources=(event.seq,),
+                sources=(seq,),
                 time=self.time,
             )
-            self.counts["originals"] += 1
+        except ValidationError as exc:  # e.g. over max_event_bytes
+            self._refuse(record, f"imported, but its original data was not kept: {exc.message}")
+            return
+        self.counts["originals"] += 1
 
     def _extension(self, record: DshRecord, refusal: str | None) -> None:
         name = EXTENSION_PREFIX + record.type
