@@ -59,7 +59,7 @@ def test_a_normal_finish_keeps_every_block_in_stream_order() -> None:
 
 def test_max_tokens_drops_tool_calls_and_keeps_visible_text() -> None:
     reply = _assemble([TextDelta(text="partial"), *CALL, Finish(kind="max-tokens")]).settle()
-    assert reply.interrupted
+    assert reply.interrupted and reply.message is not None
     assert reply.message == Message(
         id="m1", role="assistant", content=(TextPart(text="partial"),), source=reply.message.source
     )

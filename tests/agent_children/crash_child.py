@@ -86,8 +86,11 @@ def script(rng: random.Random) -> Any:
     return reply
 
 
-async def run(url: str, session_id: str, seed: int, marker: str) -> None:
-    """Resume (or create) the session and run prompts until killed (or 200 turns)."""
+async def run(url: str, session_id: str, seed: int, marker: str, ready_fd: int = -1) -> None:
+    """Resume (or create) the session and run prompts until killed (or 200 turns).
+
+    Writes one byte to ``ready_fd`` (when given) once the agent is constructed.
+    """
     rng = random.Random(seed)
     model = ScriptedModel(script(rng))
     options: dict[str, Any] = {"max_parallel": rng.choice([1, 2, 4]), "retry_backoff": 0}
@@ -97,16 +100,18 @@ async def run(url: str, session_id: str, seed: int, marker: str) -> None:
         except SessionNotFoundError:
             session = await store.create(session_id=session_id)
             agent = Agent(session, model, [Work(marker)], **options)
+        if ready_fd >= 0:
+            os.write(ready_fd, b"r")
         for n in range(200):
             await agent.prompt(f"task {seed}-{n}", request_id=f"{seed}-{n}")
             await agent.run_until_idle()
 
 
-def child_main(url: str, session_id: str, seed: int, marker: str) -> NoReturn:
+def child_main(url: str, session_id: str, seed: int, marker: str, ready_fd: int = -1) -> NoReturn:
     """Entry point of a forked child: run, and never return into the parent's code."""
     code = 0
     try:
-        anyio.run(run, url, session_id, seed, marker)
+        anyio.run(run, url, session_id, seed, marker, ready_fd)
     except BaseException:
         code = 1
     os._exit(code)
