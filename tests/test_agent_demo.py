@@ -1,0 +1,34 @@
+"""``make demo`` runs: a real child is killed mid-test, a new process resumes and finishes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_demo_tells_the_whole_story() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.demo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    # The kill landed while the test tool ran, and recovery said so.
+    assert "was killed with SIGKILL while run_tests#test-1 was running" in out
+    assert "#test-1 [TOOL_OUTCOME_UNKNOWN] (written by recovery)" in out
+    assert "turn 1 ended: interrupted" in out
+    # The model verified the file before rerunning the test, then finished.
+    assert "run_tests  #test-1         TOOL_OUTCOME_UNKNOWN (ToolOutcomeUnknownError)" in out
+    assert "read_file  #verify-ledger  ok" in out
+    assert "run_tests  #test-2         ok: 1 passed" in out
+    assert "may or may not have run" in out
+    assert "model: Fixed: same_amount now compares whole cents. Tests: 1 passed." in out
+    assert "ledger.py now: return round(a * 100) == round(b * 100)" in out
+    assert "turn 2 ended: completed" in out
