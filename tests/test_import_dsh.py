@@ -19,8 +19,11 @@ from eventlog import (
     BacklogFullError,
     Event,
     Message,
+    ReasoningPart,
     Session,
     Store,
+    TextPart,
+    ToolCallPart,
     UnsupportedFormatError,
     open_store,
 )
@@ -94,6 +97,55 @@ def dsh_surface_messages(path: Path) -> list[Message]:
     return derived
 
 
+def raw_skeleton(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What a surface record's message says, read straight from the dsh JSON."""
+    data = record["data"]
+    raw = data.get("message", data) if record["type"] != "user/message" else data
+    if record["type"] == "tool/result" and "message" not in data:  # the older shape
+        return ("tool", (("tool-result", data["callId"], data["isError"]),))
+    role = {"user/message": "user", "assistant/message": "assistant"}.get(record["type"], "tool")
+    parts: list[tuple[Any, ...]] = []
+    for part in raw["content"]:
+        kind = part["type"]
+        if kind in ("text", "reasoning"):
+            parts.append((kind, part["text"]))
+        elif kind == "tool-call":
+            parts.append((kind, part["id"], part["arguments"]))
+        elif kind == "tool-result":
+            parts.append((kind, part["toolCallId"], part["isError"]))
+        else:
+            parts.append(("image",))
+    return (role, tuple(parts))
+
+
+def skeleton(message: Message) -> tuple[Any, ...]:
+    """The same reading of one of our messages."""
+    parts: list[tuple[Any, ...]] = []
+    for part in message.content:
+        if isinstance(part, TextPart) and part.text.startswith("[image: "):
+            parts.append(("image",))
+        elif isinstance(part, TextPart | ReasoningPart):
+            parts.append(("text" if isinstance(part, TextPart) else "reasoning", part.text))
+        elif isinstance(part, ToolCallPart):
+            parts.append(("tool-call", part.id, part.arguments))
+        else:
+            parts.append(("tool-result", part.call_id, part.is_error))
+    return (message.role, tuple(parts))
+
+
+def surface_records(path: Path) -> list[dict[str, Any]]:
+    """The dsh surface records in order (replaces applied), empty assistant messages dropped."""
+    nodes: list[tuple[int, dict[str, Any]]] = []
+    for seq, record in dsh_events(path):
+        op = record.get("surfaceOp")
+        if op == "append":
+            nodes.append((seq, record))
+        elif op is not None:
+            seqs = [s for s, _ in nodes]
+            nodes[seqs.index(op["start"]) : seqs.index(op["end"]) + 1] = [(seq, record)]
+    return [r for _, r in nodes if raw_skeleton(r)[1] or r["type"] != "assistant/message"]
+
+
 def count(events: list[Event] | list[dict[str, Any]], type_: str) -> int:
     return sum(1 for e in events if (e["type"] if isinstance(e, dict) else e.type) == type_)
 
@@ -115,7 +167,10 @@ async def test_every_log_imports_faithfully(path: Path) -> None:
         events = list(session.events())
 
         # The model-visible history is the dsh one, message by message.
-        assert list(messages(session)) == dsh_surface_messages(path)
+        history = list(messages(session))
+        assert history == dsh_surface_messages(path)
+        # ... and says what the dsh JSON says, read without the importer's converter.
+        assert [skeleton(m) for m in history] == [raw_skeleton(r) for r in surface_records(path)]
 
         # Turns and tool calls: the same counts (a turn/end that is no turn/end is reported).
         refused = Counter(r.type for r in report.refused)
