@@ -98,7 +98,8 @@ async def turns(store: LogStore, session_id: str, count: int) -> int:
     return session.head
 
 
-async def main(path: str, session_id: str, mode: str, arg: str = "") -> None:
+async def main(*argv: str) -> None:
+    path, session_id, mode, arg = (*argv, "")[:4]
     url = f"sqlite:///{path}"
     try:
         async with open_store(url) as store:
