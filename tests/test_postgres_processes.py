@@ -1,0 +1,259 @@
+"""PostgreSQL across processes: real "hosts" (child processes) sharing sessions through the
+server, killed with SIGKILL or paused with SIGSTOP, and a follower in another process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+import recovery
+from eventlog import (
+    APPEND,
+    Message,
+    SessionBusyError,
+    StepEnd,
+    StepStart,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    open_store,
+)
+from eventlog.stores import LogStore
+from recovery.testing import check_invariants
+from tests.pg_children.server import fresh_schema, raw_connection, store_url
+
+pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Short leases so that takeovers happen within the test; hosts renew every third of it.
+LEASE_TTL = 1.5
+
+
+class Child:
+    """A child process spoken to line by line."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        assert process.stdout is not None
+        self._out = BufferedByteReceiveStream(process.stdout)
+
+    @classmethod
+    async def start(cls, module: str, *args: str) -> Child:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        process = await anyio.open_process(
+            [sys.executable, "-m", f"tests.pg_children.{module}", *args],
+            cwd=ROOT,
+            env=env,
+            stderr=None,
+        )
+        child = cls(process)
+        assert await child.line() == "ready"
+        return child
+
+    async def line(self, timeout: float = 60) -> str:
+        with anyio.fail_after(timeout):
+            return (await self._out.receive_until(b"\n", 1 << 16)).decode().strip()
+
+    async def send(self, command: str) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(command.encode() + b"\n")
+
+    async def ask(self, command: str) -> str:
+        await self.send(command)
+        return await self.line()
+
+    def signal(self, signum: int) -> None:
+        os.kill(self.process.pid, signum)
+
+    async def kill(self) -> None:
+        if self.process.returncode is None:
+            self.signal(signal.SIGKILL)
+        with anyio.fail_after(30):
+            await self.process.wait()
+
+    async def aclose(self) -> None:
+        if self.process.returncode is None:
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGKILL)
+        await self.process.aclose()
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    with fresh_schema() as name:
+        yield name
+
+
+@pytest.fixture
+async def children() -> AsyncIterator[list[Child]]:
+    """Children started by a test; whatever still runs at the end is killed."""
+    started: list[Child] = []
+    try:
+        yield started
+    finally:
+        with anyio.CancelScope(shield=True):
+            for child in started:
+                await child.aclose()
+
+
+async def _host(children: list[Child], schema: str, session_id: str) -> Child:
+    child = await Child.start("host", store_url(schema), session_id, str(LEASE_TTL))
+    children.append(child)
+    return child
+
+
+def _store(schema: str) -> LogStore:
+    return open_store(store_url(schema), lease_ttl=LEASE_TTL)
+
+
+async def _create(schema: str, session_id: str) -> None:
+    async with _store(schema) as store:
+        await store.create(session_id=session_id)
+
+
+async def _turns(schema: str, session_id: str) -> list[int]:
+    """The turn numbers stored in a session (opening it verifies seqs and hash chain)."""
+    async with _store(schema) as store:
+        session = await store.open(session_id)
+        return [e.data.turn for e in session.events() if e.type == "turn/start"]
+
+
+async def _lease_until(schema: str, session_id: str) -> Any:
+    conn = await raw_connection()
+    try:
+        return await conn.fetchval(
+            f'SELECT lease_until FROM "{schema}".sessions WHERE id = $1', session_id
+        )
+    finally:
+        await conn.close()
+
+
+async def _server_clock_passed(moment: Any) -> bool:
+    conn = await raw_connection()
+    try:
+        return bool(await conn.fetchval("SELECT clock_timestamp() > $1", moment))
+    finally:
+        await conn.close()
+
+
+async def test_two_hosts_opening_one_session_exactly_one_wins(
+    schema: str, children: list[Child]
+) -> None:
+    await _create(schema, "s")
+    a, b = await _host(children, schema, "s"), await _host(children, schema, "s")
+    # Both ask at once: exactly one gets the lease.
+    await a.send("open")
+    await b.send("open")
+    replies = {a: await a.line(), b: await b.line()}
+    assert sorted(replies.values()) == ["busy", "opened -1"]
+    winner, loser = (a, b) if replies[a] == "opened -1" else (b, a)
+    for turn in (1, 2, 3):
+        assert await winner.ask(f"turn {turn}") == f"flushed {turn * 6 - 1}"
+    # While the winner lives (and renews its lease) the other host stays out.
+    assert await loser.ask("open") == "busy"
+    assert await winner.ask("close") == "closed"
+    assert await loser.ask("open") == "opened 17"
+    assert await loser.ask("turn 4") == "flushed 23"
+    assert await loser.ask("close") == "closed"
+    assert await _turns(schema, "s") == [1, 2, 3, 4]
+
+
+async def test_a_host_killed_mid_turn_is_taken_over_after_its_lease_expires(
+    schema: str, children: list[Child]
+) -> None:
+    await _create(schema, "s")
+    host = await _host(children, schema, "s")
+    assert await host.ask("open") == "opened -1"
+    assert await host.ask("turn 1") == "flushed 5"
+    # Killed mid-turn, right after it flushed a tool call it was about to run.
+    assert await host.ask("partial 2") == "flushed 10"
+    await host.kill()
+    expiry = await _lease_until(schema, "s")
+    async with _store(schema) as store:
+        # The dead host's lease holds until it expires; then this host takes over.
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    session = await store.open("s")
+                    break
+                except SessionBusyError:
+                    await anyio.sleep(0.05)
+        assert await _server_clock_passed(expiry)
+        # Nothing the dead host flushed is lost.
+        assert (session.head, session.durable) == (10, 10)
+        report = await recovery.repair(session)
+        closers = [session.events()[seq] for seq in report.appended]
+        assert [e.type for e in closers] == ["tool/result", "tool/result", "step/end", "turn/end"]
+        assert [e.data.error.code for e in closers[:2]] == [
+            "TOOL_OUTCOME_UNKNOWN",
+            "TOOL_NOT_STARTED",
+        ]
+        assert closers[-1].data.reason == "interrupted"
+        check_invariants(session)
+        # The session goes on under its new host.
+        session.append("turn/start", TurnStart(turn=3))
+        session.append("user/message", UserMessage(message=Message.user("again")), surface=APPEND)
+        session.append("step/start", StepStart(turn=3, step=1))
+        session.append("step/end", StepEnd(turn=3, step=1))
+        session.append("turn/end", TurnEnd(turn=3, reason="completed"))
+        await session.flush()
+    assert await _turns(schema, "s") == [1, 2, 3]
+
+
+async def test_a_paused_host_is_fenced_once_another_took_over(
+    schema: str, children: list[Child]
+) -> None:
+    await _create(schema, "s")
+    host = await _host(children, schema, "s")
+    assert await host.ask("open") == "opened -1"
+    assert await host.ask("turn 1") == "flushed 5"
+    # The host freezes (a long GC pause, a suspended VM) and stops renewing its lease.
+    host.signal(signal.SIGSTOP)
+    async with _store(schema) as store:
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    session = await store.open("s")
+                    break
+                except SessionBusyError:
+                    await anyio.sleep(0.05)
+        session.append("turn/start", TurnStart(turn=2))
+        session.append("turn/end", TurnEnd(turn=2, reason="completed"))
+        await session.flush()
+        # It wakes up and writes as if nothing happened: its round is refused.
+        host.signal(signal.SIGCONT)
+        assert await host.ask("turn 3") == "conflict"
+    assert await _turns(schema, "s") == [1, 2]
+
+
+async def test_follow_from_another_process_sees_every_event_once_in_order(
+    schema: str, children: list[Child]
+) -> None:
+    await _create(schema, "s")
+    total = 120
+    follower = await Child.start("follower", store_url(schema), "s", str(total - 1))
+    children.append(follower)
+    async with _store(schema) as store:
+        session = await store.open("s")
+        for i in range(total):
+            session.append(
+                "user/message", UserMessage(message=Message.user(f"m{i}")), surface=APPEND
+            )
+            if i % 7 == 0:
+                await session.flush()  # the rest goes out with the background writer
+            if i % 20 == 0:
+                await anyio.sleep(0.01)  # let rounds of different sizes form
+        await session.flush()
+    seen = [int(await follower.line()) for _ in range(total)]
+    assert seen == list(range(total))
+    with anyio.fail_after(30):
+        assert await follower.process.wait() == 0
