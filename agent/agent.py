@@ -228,7 +228,16 @@ class Agent:
         return outcomes
 
     async def run_turn(self) -> TurnOutcome:
-        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed)."""
+        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed).
+
+        If the loop itself fails (e.g. ``StoreWriteError`` at a checkpoint), the turn is closed
+        ``error`` when nothing is left unanswered, and the error propagates. If the task
+        running the turn is cancelled from outside, the turn is left open like a crash would
+        leave it: repair it (or :meth:`resume`) before the next turn.
+
+        :raises AgentBusyError: a turn is already running.
+        :raises OpenTurnError: the session has a turn open.
+        """
         if self._running:
             raise AgentBusyError(
                 f"session {self.session.id!r}: a turn is already running",
@@ -291,9 +300,15 @@ class Agent:
         return TurnOutcome(turn=turn, reason=reason, steps=step)
 
     def _close_after_failure(self, turn: int, step: int) -> None:
-        """The loop itself failed: close what is open with ``error`` if the log still takes it."""
+        """The loop itself failed: close the turn ``error`` if the log still takes it.
+
+        A step with calls still unanswered is left open: closing it would leave a tool call
+        without a result in the history; :func:`recovery.repair` answers them correctly.
+        """
         try:
             view = timeline(self.session)
+            if view.dangling:
+                return
             if view.step is not None:
                 self.session.append("step/end", StepEnd(turn=turn, step=step))
             self.session.append("turn/end", TurnEnd(turn=turn, reason="error"))

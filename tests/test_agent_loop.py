@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from agent import (
+    CHECKPOINT_FAILED,
     Agent,
     AgentBusyError,
     Chunk,
@@ -16,6 +19,8 @@ from agent import (
     Response,
     ScriptedModel,
     TextDelta,
+    ToolContext,
+    ToolOutput,
     prompt,
 )
 from eventlog import (
@@ -27,6 +32,7 @@ from eventlog import (
     StepStart,
     ToolCall,
     ToolCallPart,
+    ToolError,
     TurnStart,
     UserMessage,
     open_store,
@@ -34,6 +40,7 @@ from eventlog import (
 from eventlog.stores import MemoryData
 from projections import inbox, messages, timeline
 from recovery import TOOL_OUTCOME_UNKNOWN, scan
+from recovery.testing import FaultyStore, check_invariants
 from tests.agent_children.support import Probe, Tracker
 
 pytestmark = pytest.mark.anyio
@@ -131,6 +138,7 @@ async def test_tools_run_and_the_next_request_sees_results_in_model_order(
     assert "tool/outcome" in _types(session)
     assert timeline(session).next_turn == 2
     assert scan(session).clean
+    check_invariants(session)
 
 
 async def test_max_tokens_with_tool_calls_executes_nothing(session: Session) -> None:
@@ -178,6 +186,7 @@ async def test_cancel_mid_stream_keeps_the_text_and_drops_the_half_tool_call(
     assert reply.data.message.tool_calls == ()
     assert _of(session, "turn/end")[0].data.reason == "aborted"
     assert scan(session).clean
+    check_invariants(session)
 
 
 async def test_cancel_before_anything_visible_leaves_only_an_attempt(session: Session) -> None:
@@ -213,6 +222,7 @@ async def test_cancel_during_tools_drains_started_and_aborts_unstarted(session: 
     ]
     assert _of(session, "turn/end")[0].data.reason == "aborted"
     assert scan(session).clean
+    check_invariants(session)
 
 
 async def test_a_failed_attempt_is_recorded_then_retried(session: Session) -> None:
@@ -305,6 +315,7 @@ async def test_max_steps_blocks_the_turn(session: Session) -> None:
     agent.followup("loop")
     assert await _run(agent) == ["blocked"]
     assert scan(session).clean
+    check_invariants(session)
 
 
 async def test_live_observers_see_chunks_that_are_not_persisted(session: Session) -> None:
@@ -403,3 +414,101 @@ async def test_a_duplicate_request_id_is_admitted_once_across_a_restart() -> Non
         assert len(inbox(agent.session)) == 0
         assert await _run(agent) == []
         assert len(_of(agent.session, "turn/start")) == 1
+
+
+async def test_every_request_is_sent_only_after_its_input_is_durable(session: Session) -> None:
+    durable_at_request: list[bool] = []
+
+    def script(request: ModelRequest) -> Response:
+        durable_at_request.append(session.durable == session.head)
+        if len(durable_at_request) == 1:
+            return Response(tool_calls=[("solo", "{}")])
+        return Response(text="done")
+
+    agent = Agent(session, ScriptedModel(script), _probes(Tracker()))
+    agent.followup("go")
+    await _run(agent)
+    assert durable_at_request == [True, True]
+    check_invariants(session)
+
+
+async def test_a_failed_checkpoint_answers_the_call_without_running_it() -> None:
+    tracker = Tracker()
+    async with FaultyStore(open_store("memory:")) as store:
+        session = await store.create()
+
+        def script(request: ModelRequest) -> Response:
+            if len(request.messages) == 1:
+                store.faults.fail_at = store.writes  # the flush before the tool body fails
+                return Response(tool_calls=[("solo", "{}")])
+            return Response(text="noted")
+
+        agent = Agent(session, ScriptedModel(script), _probes(tracker))
+        agent.followup("go")
+        assert await _run(agent) == ["completed"]
+        assert tracker.log == []
+        (result,) = _of(session, "tool/result")
+        assert result.data.error == ToolError(name="StoreWriteError", code=CHECKPOINT_FAILED)
+        assert result.data.message.tool_results[0].content.startswith(
+            "the call was not run: its start could not be made durable"
+        )
+        assert session.durable == session.head
+        check_invariants(session)
+
+
+async def test_calls_are_classified_again_before_each_start(session: Session) -> None:
+    tracker = Tracker()
+    maybe = Probe("maybe", tracker, safe=True)
+
+    class Flip(Probe):
+        async def call(self, args: Any, context: ToolContext) -> ToolOutput:
+            maybe.safe = False  # the result changes how later calls may run
+            return await super().call(args, context)
+
+    spin = '{"spins": 3}'
+    model = ScriptedModel(
+        [
+            Response(
+                tool_calls=[("maybe", spin), ("flip", "{}"), ("maybe", spin), ("maybe", spin)]
+            ),
+            Response(text="ok"),
+        ]
+    )
+    agent = Agent(session, model, [maybe, Flip("flip", tracker, safe=False)])
+    agent.followup("go")
+    await _run(agent)
+    # After the flip the two "maybe" calls are barriers: they run one after the other.
+    assert tracker.log[-4:] == [
+        ("start", "call-1-2"),
+        ("finish", "call-1-2"),
+        ("start", "call-1-3"),
+        ("finish", "call-1-3"),
+    ]
+    assert tracker.overlaps == []
+
+
+async def test_a_duplicate_request_id_is_refused_after_a_real_restart_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    async with open_store(url) as store:
+        session = await store.create(session_id="web")
+        first = await prompt(session, "hello", request_id="client-7")
+    async with open_store(url) as store:
+        session = await store.open("web")
+        again = await prompt(session, "hello", request_id="client-7")
+        assert not again.enqueued and again.seq == first.seq
+        assert len(inbox(session).next_turn) == 1
+        await session.aclose()
+
+
+async def test_clear_inbox_on_cancel_withdraws_pending_input(session: Session) -> None:
+    agent = Agent(session, ScriptedModel([]))
+    agent.followup("one")
+    agent.inject("two")
+    agent.cancel(clear_inbox=True)
+    assert len(inbox(session)) == 0
+    assert [e.data.outcome for e in _of(session, "agent/inbox/spliced")][-2:] == [
+        "canceled",
+        "canceled",
+    ]
