@@ -9,11 +9,16 @@ one stored byte changed behind the store's back (``corrupt``).
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
 import msgspec
+import pytest
 
 from eventlog import EventTypes, open_store
 from recovery import repair
@@ -25,8 +30,11 @@ __all__ = (
     "SEED",
     "Note",
     "build_runs_db",
+    "cli",
     "cli_types",
+    "copy_db",
     "play_into",
+    "shared_runs_db",
     "url_of",
 )
 
@@ -112,3 +120,43 @@ def build_runs_db(path: Path) -> Path:
     anyio.run(_build, url_of(path), backend="asyncio")
     corrupt_event(path, "corrupt", CORRUPT_SEQ)
     return path
+
+
+def copy_db(source: Path, target: Path) -> Path:
+    """Copy a SQLite store file with its WAL, for a test that changes it."""
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(f"{source}{suffix}")
+        if part.exists():
+            shutil.copyfile(part, f"{target}{suffix}")
+    return target
+
+
+def cli(
+    *args: str, db: Path | str | None = None, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m eventlog [--db URL] ARGS`` as a subprocess; ``db`` may be a path."""
+    command = [sys.executable, "-m", "eventlog"]
+    if db is not None:
+        command += ["--db", url_of(db) if isinstance(db, Path) else db]
+    environment = {k: v for k, v in os.environ.items() if k != "EVENTLOG_DB"}
+    environment.update(env)
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=environment,
+        check=False,
+    )
+
+
+_shared: dict[Path, Path] = {}
+
+
+def shared_runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture file, built once per test run (tests that change it work on a copy)."""
+    base = tmp_path_factory.getbasetemp()
+    if base not in _shared:
+        _shared[base] = build_runs_db(tmp_path_factory.mktemp("cli") / "runs.db")
+    return _shared[base]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from eventlog import CorruptLogError, EventLogError, Session, SurfaceError, open_store
 from eventlog.codec import decode_event, verify_rows
+from eventlog.ids import validate_session_id
 from eventlog.stores import LogStore, SessionRecord
 from eventlog.surface import plan_transition
 
@@ -24,6 +25,7 @@ __all__ = (
     "load_session",
     "open_cli_store",
     "resolve_url",
+    "stored_record",
 )
 
 #: The store used when neither ``--db`` nor ``EVENTLOG_DB`` names one.
@@ -95,12 +97,21 @@ async def load_session(store: LogStore, session_id: str) -> Loaded:
 
     :raises SessionNotFoundError: no such session.
     """
-    record = await store.backend.get_session(session_id)
+    record = await stored_record(store, session_id)
     session = await store.open(session_id, salvage=True)
     fault = None
     if session.head < record.head:
         fault = await find_fault(store, session, record.head)
     return Loaded(session, record, fault)
+
+
+async def stored_record(store: LogStore, session_id: str) -> SessionRecord:
+    """The stored record of a session, by a validated id.
+
+    :raises ValidationError: the id is malformed.
+    :raises SessionNotFoundError: no such session.
+    """
+    return await store.backend.get_session(validate_session_id(session_id))
 
 
 async def find_fault(store: LogStore, salvaged: Session, stored_head: int) -> EventLogError:

@@ -11,7 +11,7 @@ file of several sessions.
 "metadata": {…}, "head": N}`` then N+1 lines ``{"kind": "event", "seq": …, "type": …, "time": …,
 "surface": null | "append" | "replace:START:END", "sources": […], "ignorable": …,
 "hash": "hex", "data": {…}}``. A payload that is not one line of valid JSON (only a damaged
-row) is carried as ``"data_b64"`` instead of ``"data"``.
+row) is carried as ``"data_b64"`` (``"data"`` is then ``null``).
 """
 
 from __future__ import annotations
@@ -63,10 +63,11 @@ class EventLine(msgspec.Struct, kw_only=True, tag_field="kind", tag="event", omi
     sources: msgspec.Raw
     ignorable: bool
     hash: str
-    data: msgspec.Raw | None = None
+    data: msgspec.Raw
     data_b64: str | None = None
 
 
+_NULL = msgspec.Raw(b"null")
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(SessionLine | EventLine)
 
@@ -92,12 +93,9 @@ def session_line(record: SessionRecord) -> bytes:
 
 def event_line(row: Row) -> bytes:
     """The line of one stored row (no newline)."""
-    data: msgspec.Raw | None = None
-    data_b64: str | None = None
-    if _is_one_line_json(row.data):
-        data = msgspec.Raw(row.data)
-    else:
-        data_b64 = base64.b64encode(row.data).decode()
+    data, data_b64 = msgspec.Raw(row.data), None
+    if not _is_one_line_json(row.data):
+        data, data_b64 = _NULL, base64.b64encode(row.data).decode()
     return _encoder.encode(
         EventLine(
             seq=row.seq,
@@ -146,7 +144,7 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
         item = _decode(text, name, number)
         if isinstance(item, SessionLine):
             if current is not None:
-                yield _complete(current, name, number)
+                yield _complete(current, name)
             current = ExportedSession(_record(item, name, number), number)
             continue
         if current is None:
@@ -161,7 +159,7 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
         current.lines.append(number)
     if current is None:
         raise FormatError(f"{name}: no session in the file")
-    yield _complete(current, name, number + 1)
+    yield _complete(current, name)
 
 
 def _decode(text: bytes, name: str, number: int) -> SessionLine | EventLine:
@@ -189,12 +187,10 @@ def _record(item: SessionLine, name: str, number: int) -> SessionRecord:
 
 def _row(item: EventLine, name: str, number: int) -> Row:
     try:
-        if item.data is not None:
+        if item.data_b64 is None:
             data = bytes(item.data)
-        elif item.data_b64 is not None:
-            data = base64.b64decode(item.data_b64, validate=True)
         else:
-            raise ValueError("the event has neither data nor data_b64")
+            data = base64.b64decode(item.data_b64, validate=True)
         digest = bytes.fromhex(item.hash)
     except ValueError as exc:
         raise FormatError(f"{name}:{number}: seq {item.seq}: {exc}") from None
@@ -202,8 +198,9 @@ def _row(item: EventLine, name: str, number: int) -> Row:
     return Row(item.seq, item.type, item.time, item.surface, sources, item.ignorable, data, digest)
 
 
-def _complete(session: ExportedSession, name: str, number: int) -> ExportedSession:
+def _complete(session: ExportedSession, name: str) -> ExportedSession:
     count = len(session.rows)
+    number = session.lines[-1] if session.lines else session.line
     if count != session.record.head + 1:
         raise FormatError(
             f"{name}:{number}: session {session.record.id!r} ends after {count} events, its "

@@ -15,7 +15,7 @@ from eventlog.codec import GENESIS_HASH, decode_event, verify_rows
 from eventlog.stores import LogStore
 from eventlog.surface import fold_surface
 
-from ..context import Context, open_cli_store
+from ..context import Context, open_cli_store, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
 from ..jsonl import ExportedSession, FormatError, event_line, parse_lines, session_line
 from .base import Command
@@ -32,7 +32,7 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
 
 async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
-        record = await store.backend.get_session(args.session_id)
+        record = await stored_record(store, args.session_id)
         with _target(args.output, ctx) as out:
             out.write(session_line(record) + b"\n")
             prev, fault = GENESIS_HASH, None
@@ -138,7 +138,7 @@ def _check(store: LogStore, exported: ExportedSession) -> None:
 
 async def _must_be_new(store: LogStore, session_id: str) -> None:
     try:
-        await store.backend.get_session(session_id)
+        await stored_record(store, session_id)
     except SessionNotFoundError:
         return
     raise CliError(f"session {session_id!r} already exists in the store; nothing was imported")

@@ -9,7 +9,7 @@ from typing import Any
 from eventlog import EventLogError, SessionInfo
 from eventlog.stores import LogStore
 
-from ..context import Context, load_session, open_cli_store
+from ..context import Context, load_session, open_cli_store, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
 from ..render import fault_json
 from .base import Command
@@ -49,7 +49,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
 
 async def _targets(store: LogStore, session_id: str | None) -> AsyncIterator[SessionInfo]:
     if session_id is not None:
-        record = await store.backend.get_session(session_id)
+        record = await stored_record(store, session_id)
         yield SessionInfo(id=record.id, created_at=record.created_at, head=record.head)
         return
     after: str | None = None

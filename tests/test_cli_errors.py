@@ -1,0 +1,116 @@
+"""Exit code 2 and exactly one line on stderr, never a traceback, for bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.cli import main
+
+from .cli_fixtures import cli, shared_runs_db, url_of
+
+
+@pytest.fixture
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_runs_db(tmp_path_factory)  # read-only here
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], text: str) -> None:
+    assert result.returncode == 2
+    stderr: str = result.stderr
+    assert "Traceback" not in stderr
+    assert stderr.count("\n") == 1, stderr
+    assert stderr == f"eventlog: error: {text}\n"
+
+
+def test_missing_session(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("show", "recover", "follow"):
+        assert_one_line_error(cli(command, "nope", db=db), "session 'nope' does not exist")
+    # The same through main() in-process, for every other command that takes an ID.
+    for args in (["replay", "nope"], ["audit", "nope"], ["verify", "nope"], ["export", "nope"]):
+        assert main(["--db", url_of(db), *args]) == 2
+        assert capsys.readouterr().err == "eventlog: error: session 'nope' does not exist\n"
+    assert main(["--db", url_of(db), "fork", "nope", "--at", "0"]) == 2
+
+
+def test_malformed_session_id(db: Path) -> None:
+    result = cli("show", "../etc/passwd", db=db)
+    assert_one_line_error(
+        result,
+        "session id '../etc/passwd' is not valid: use 1-128 letters, digits or '._:@-', "
+        "starting with a letter or digit (hint: ids are never paths; pick a plain identifier)",
+    )
+
+
+def test_bad_url(db: Path) -> None:
+    assert_one_line_error(
+        cli("sessions", db="bogus://host/x"),
+        "unsupported store URL 'bogus://host/x': use 'memory:', 'sqlite:///path.db' or "
+        "'postgresql://user@host:port/db'",
+    )
+    assert_one_line_error(
+        cli("sessions", db="sqlite://relative.db"),
+        "malformed SQLite URL 'sqlite://relative.db': use 'sqlite:///relative/path.db' or "
+        "'sqlite:////absolute/path.db' (hint: for a store without a file use 'memory:')",
+    )
+
+
+def test_missing_file_is_not_created(tmp_path: Path) -> None:
+    path = tmp_path / "typo.db"
+    assert_one_line_error(
+        cli("sessions", db=path), f"no database at '{path}' (store URL '{url_of(path)}')"
+    )
+    assert not path.exists()
+
+
+def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database\n" * 200)
+    result = cli("sessions", db=path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"eventlog: error: SQLite database {path}")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_usage_errors_are_one_line() -> None:
+    result = cli("replay", "x", "--format", "yaml")
+    assert_one_line_error(
+        result,
+        "argument --format: invalid choice: 'yaml' (choose from 'text', 'openai', 'anthropic', "
+        "'json') (see `eventlog replay --help`)",
+    )
+    assert_one_line_error(
+        cli("fork", "x"),
+        "the following arguments are required: --at (see `eventlog fork --help`)",
+    )
+    assert_one_line_error(
+        cli("show", "x", "--from", "-3"),
+        "argument --from: expected 0 or more, got -3 (see `eventlog show --help`)",
+    )
+
+
+def test_store_from_environment_and_default(db: Path, tmp_path: Path) -> None:
+    by_env = cli("sessions", "--json", EVENTLOG_DB=url_of(db))
+    assert by_env.returncode == 0 and '"balanced"' in by_env.stdout
+    bare_path = cli("verify", "balanced", EVENTLOG_DB=str(db))
+    assert bare_path.returncode == 0
+    default = cli("sessions", cwd=tmp_path)
+    assert_one_line_error(
+        default, "no database at 'eventlog.db' (store URL 'sqlite:///eventlog.db')"
+    )
+
+
+def test_console_script_and_option_after_the_command(db: Path) -> None:
+    script = Path(sys.executable).parent / "eventlog"
+    result = subprocess.run(
+        [str(script), "verify", "balanced", "--db", url_of(db)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok    balanced")
