@@ -132,7 +132,11 @@ def copy_db(source: Path, target: Path) -> Path:
 
 
 def cli(
-    *args: str, db: Path | str | None = None, cwd: Path | None = None, **env: str
+    *args: str,
+    db: Path | str | None = None,
+    cwd: Path | None = None,
+    stdin: str | None = None,
+    **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m eventlog [--db URL] ARGS`` as a subprocess; ``db`` may be a path."""
     command = [sys.executable, "-m", "eventlog"]
@@ -146,6 +150,7 @@ def cli(
         text=True,
         timeout=60,
         cwd=cwd,
+        input=stdin,
         env=environment,
         check=False,
     )

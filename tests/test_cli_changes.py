@@ -136,6 +136,34 @@ def test_import_refuses_an_existing_id_and_a_cut_file(db: Path, tmp_path: Path) 
     assert result.stderr.startswith(f"eventlog: error: {garbage}:1: not an eventlog export line")
 
 
+def test_import_from_stdin(db: Path, tmp_path: Path) -> None:
+    exported = cli("export", "repaired", db=db).stdout
+    result = cli("import", "-", db=tmp_path / "piped.db", stdin=exported)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"imported session repaired: {CRASH_STOP + 5} events\n"
+
+
+async def _recover_while_held(url: str) -> subprocess.CompletedProcess[bytes]:
+    from eventlog import open_store
+
+    async with open_store(url) as store:
+        writer = await store.open("crashed")  # this live process holds the lease
+        try:
+            command = [sys.executable, "-m", "eventlog", "--db", url, "recover", "crashed"]
+            return await anyio.run_process([*command, "--apply"], check=False)
+        finally:
+            await writer.aclose()
+
+
+def test_recover_apply_while_a_live_writer_holds_the_session(db: Path) -> None:
+    result = anyio.run(_recover_while_held, url_of(db))
+    assert result.returncode == 2
+    stderr = result.stderr.decode()
+    assert stderr.startswith("eventlog: error: session 'crashed' is open for writing by ")
+    assert stderr.count("\n") == 1
+    assert cli("recover", "crashed", db=db).returncode == 1  # still needs repair
+
+
 def test_fork(db: Path) -> None:
     turn_ends = [
         e["seq"]

@@ -80,6 +80,11 @@ def test_sessions_table_is_plain_text_when_piped(db: Path) -> None:
     assert f"session 'corrupt', seq {CORRUPT_SEQ}: hash mismatch" in result.stderr
 
 
+def test_colour_when_forced_as_on_a_terminal(db: Path) -> None:
+    result = cli("sessions", db=db, FORCE_COLOR="1")
+    assert "\x1b[32mbalanced\x1b[0m" in result.stdout
+
+
 def test_sessions_pages(db: Path) -> None:
     first = as_json(cli("sessions", "--json", "--limit", "2", db=db))
     assert [s["id"] for s in first["sessions"]] == ["balanced", "corrupt"]
