@@ -358,6 +358,16 @@ class Session:
         """The committed events from ``from_seq`` on, as an immutable view (O(1))."""
         return EventsView(self._events, max(0, from_seq), len(self._events))
 
+    def event(self, seq: int) -> Event:
+        """The committed event ``seq`` (O(1), allocates nothing: projections read one new
+        event after each commit on their hot path).
+
+        :raises IndexError: ``seq`` is not between 0 and ``head``.
+        """
+        if seq < 0:
+            raise IndexError(f"session {self.id!r}: seq {seq} is not committed")
+        return self._events[seq]
+
     def subscribe(self, callback: Observer) -> Callable[[], None]:
         """Call ``callback(event)`` after each commit; returns the function that unsubscribes.
 
