@@ -48,23 +48,28 @@ def fold(projection: Projection[S], events: Iterable[Event]) -> S:
 def catch_up(session: Session, projection: Projection[S]) -> S:
     """The projection's state for everything ``session`` committed so far.
 
-    Keeps ``(state, next_seq)`` in ``session.projection_cache`` and applies only the events
-    committed since the last read.
+    Keeps ``[state, next_seq]`` in ``session.projection_cache`` under ``projection.key`` and
+    applies only the events committed since the last read. The cursor is a list updated in
+    place: a read after each commit then allocates nothing here (less garbage-collector work on
+    a long session).
     """
     cache = session.projection_cache
-    entry = cache.get(projection.key)
+    key = projection.key
+    entry = cache.get(key)
+    head = session.head
     if entry is None:
-        state, next_seq = projection.initial(), 0
+        entry = cache[key] = [projection.initial(), 0]
+    state, next_seq = entry
+    if next_seq > head:
+        return state  # the common read: nothing new, no allocation
+    apply = projection.apply
+    if head == next_seq:
+        state = apply(state, session.event(head))  # one new event: no view, no iterator
     else:
-        state, next_seq = entry
-    new = session.events(next_seq)
-    if new:
-        apply = projection.apply
-        for event in new:
+        for event in session.events(next_seq):
             state = apply(state, event)
-        cache[projection.key] = (state, next_seq + len(new))
-    elif entry is None:
-        cache[projection.key] = (state, next_seq)
+    entry[0] = state
+    entry[1] = head + 1
     return state
 
 
