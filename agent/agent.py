@@ -18,7 +18,7 @@ the turn is closed normally, so a cancelled session never needs repair.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,19 +30,17 @@ from eventlog import (
     AssistantMessage,
     EventLogError,
     Message,
-    RequestHeader,
     Session,
     StepEnd,
     StepStart,
     Store,
-    ToolSpec,
     TurnEnd,
     TurnStart,
     UserMessage,
 )
 from eventlog.message import new_id
 from eventlog.vocabulary import TurnEndReason
-from projections import cancel_all, claim, inbox, messages, timeline
+from projections import cancel_all, claim, inbox, timeline
 from recovery import RepairReport, repair
 
 from .assembly import Assembler
@@ -50,7 +48,9 @@ from .compaction import AutoCompaction, compact_auto
 from .errors import AgentBusyError, OpenTurnError
 from .execution import ToolExecutor
 from .inbox import Admission, submit
-from .model import Chunk, Finish, Model, ModelRequest
+from .interrupt import Interrupter, stream_into
+from .model import Chunk, Model, ModelRequest
+from .request import HeaderTracker
 from .tools import Tool, Toolbox
 
 __all__ = ("Agent", "TurnOutcome")
@@ -120,11 +120,10 @@ class Agent:
         self.compaction = compaction
         #: What :meth:`resume` repaired, if this agent was resumed.
         self.repair_report: RepairReport | None = None
-        self._header = _last_header(session)
+        self._headers = HeaderTracker(session)
         self._live: list[Callable[[Chunk], None]] = []
         self._running = False
-        self._cancel: anyio.Event | None = None
-        self._interruptible: anyio.CancelScope | None = None
+        self._interrupter: Interrupter | None = None
 
     @classmethod
     async def resume(
@@ -203,10 +202,8 @@ class Agent:
 
         :param clear_inbox: also withdraw every pending input (``outcome: canceled``).
         """
-        if self._cancel is not None:
-            self._cancel.set()
-        if self._interruptible is not None:
-            self._interruptible.cancel()
+        if self._interrupter is not None:
+            self._interrupter.cancel()
         if clear_inbox:
             for payload in cancel_all(inbox(self.session)):
                 self.session.append("agent/inbox/spliced", payload)
@@ -253,12 +250,12 @@ class Agent:
                 hint="a crash left it open: use Agent.resume, or recovery.repair first",
             )
         self._running = True
-        self._cancel = anyio.Event()
+        self._interrupter = Interrupter()
         try:
             return await self._turn(view.next_turn)
         finally:
             self._running = False
-            self._cancel = None
+            self._interrupter = None
 
     # -- the turn and its steps ----------------------------------------------------------------
 
@@ -329,7 +326,9 @@ class Agent:
             )
         if self.compaction is not None:
             await compact_auto(session, self.compaction)
-        request = self._request()
+        request = self._headers.request(
+            self.system, self.toolbox.specs(), self.model.name, self.params
+        )
         failures = 0
         while True:
             if self._cancelled:
@@ -341,13 +340,17 @@ class Agent:
             failures += 1
             if failures > self.max_retries:
                 return _StepResult("error")
-            await self._pause(self.retry_backoff * 2 ** (failures - 1))
+            assert self._interrupter is not None
+            await self._interrupter.pause(self.retry_backoff * 2 ** (failures - 1))
 
     async def _attempt(self, turn: int, step: int, request: ModelRequest) -> _StepResult | None:
         """One model attempt; ``None`` when it failed (recorded) and may be retried."""
         session = self.session
         assembler = Assembler(new_id())
-        error, cancelled = await self._stream(request, assembler)
+        assert self._interrupter is not None
+        error, cancelled = await stream_into(
+            self.model, request, assembler, self._interrupter, self._show
+        )
         if error is not None:
             session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step, error=error))
             return None
@@ -377,56 +380,18 @@ class Agent:
             return _StepResult("max-tokens")
         if not reply.tool_calls:
             return _StepResult("stop")
-        assert self._cancel is not None
         executor = ToolExecutor(
             session,
             self.toolbox,
             turn=turn,
             step=step,
-            cancel=self._cancel,
+            cancel=self._interrupter.event,
             max_parallel=self.max_parallel,
         )
         report = await executor.run(reply.tool_calls, assistant_seq=event.seq)
         if report.aborted or self._cancelled:
             return _StepResult("aborted")
         return _StepResult("tools", concluded=report.concluded)
-
-    async def _stream(self, request: ModelRequest, assembler: Assembler) -> tuple[str | None, bool]:
-        """Feed the model's stream to ``assembler``: ``(error, cancelled)``."""
-        with anyio.CancelScope() as scope:
-            self._interruptible = scope
-            if self._cancelled:
-                scope.cancel()
-            try:
-                async with _closing(self.model.stream(request)) as chunks:
-                    async for chunk in chunks:
-                        assembler.feed(chunk)
-                        self._show(chunk)
-                        if isinstance(chunk, Finish):
-                            break
-            except Exception as exc:
-                return f"{type(exc).__name__}: {exc}", False
-            finally:
-                self._interruptible = None
-        if scope.cancelled_caught or self._cancelled:
-            return None, True
-        finish = assembler.finish
-        if finish is None:
-            return "the model stream ended without a finish", False
-        if finish.kind == "error":
-            return finish.error or "the model finished with an error", False
-        return None, False
-
-    async def _pause(self, seconds: float) -> None:
-        """Back off before a retry; :meth:`cancel` cuts it short."""
-        with anyio.CancelScope() as scope:
-            self._interruptible = scope
-            if self._cancelled:
-                scope.cancel()
-            try:
-                await anyio.sleep(seconds)
-            finally:
-                self._interruptible = None
 
     def _show(self, chunk: Chunk) -> None:
         for callback in tuple(self._live):
@@ -437,62 +402,4 @@ class Agent:
 
     @property
     def _cancelled(self) -> bool:
-        return self._cancel is not None and self._cancel.is_set()
-
-    def _request(self) -> ModelRequest:
-        """The request for this step; appends ``request/header`` with what changed."""
-        tools = self.toolbox.specs()
-        now = (self.system, tools, self.model.name, self.params)
-        last = self._header
-        if now != last:
-            changed = RequestHeader(
-                system=now[0] if now[0] != last[0] else None,
-                tools=now[1] if now[1] != last[1] else None,
-                model=now[2] if now[2] != last[2] else None,
-                params=dict(now[3]) if now[3] != last[3] else None,
-            )
-            self.session.append("request/header", changed)
-            self._header = (now[0], now[1], now[2], dict(now[3]))
-        return ModelRequest(
-            messages=messages(self.session),
-            system=self.system,
-            tools=tools,
-            model=self.model.name,
-            params=dict(self.params),
-        )
-
-
-_Header = tuple[str | None, tuple[ToolSpec, ...] | None, str | None, dict[str, Any] | None]
-
-
-def _last_header(session: Session) -> _Header:
-    """The request header in force at the end of the log (fields left ``None`` never set)."""
-    system: str | None = None
-    tools: tuple[ToolSpec, ...] | None = None
-    model: str | None = None
-    params: dict[str, Any] | None = None
-    for event in session.events():
-        if event.type != "request/header":
-            continue
-        data: RequestHeader = event.data
-        system = data.system if data.system is not None else system
-        tools = data.tools if data.tools is not None else tools
-        model = data.model if data.model is not None else model
-        params = data.params if data.params is not None else params
-    return system, tools, model, params
-
-
-class _closing:
-    """``async with``: close an async generator stream even when abandoned (shielded)."""
-
-    def __init__(self, stream: AsyncIterator[Chunk]) -> None:
-        self.stream = stream
-
-    async def __aenter__(self) -> AsyncIterator[Chunk]:
-        return self.stream
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        aclose = getattr(self.stream, "aclose", None)
-        if aclose is not None:
-            with anyio.CancelScope(shield=True):
-                await aclose()
+        return self._interrupter is not None and self._interrupter.cancelled
