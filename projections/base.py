@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from eventlog import Event, Session, ValidationError
 
@@ -55,11 +55,12 @@ def catch_up(session: Session, projection: Projection[S]) -> S:
     """
     cache = session.projection_cache
     key = projection.key
-    entry = cache.get(key)
+    entry: list[Any] | None = cache.get(key)
     head = session.head
     if entry is None:
         entry = cache[key] = [projection.initial(), 0]
-    state, next_seq = entry
+    state: S = entry[0]
+    next_seq: int = entry[1]
     if next_seq > head:
         return state  # the common read: nothing new, no allocation
     apply = projection.apply
