@@ -44,7 +44,7 @@ from projections import cancel_all, claim, inbox, timeline
 from recovery import RepairReport, repair
 
 from .assembly import Assembler
-from .compaction import AutoCompaction, compact_auto
+from .compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from .errors import AgentBusyError, OpenTurnError
 from .execution import ToolExecutor
 from .inbox import Admission, submit
@@ -208,6 +208,23 @@ class Agent:
             for payload in cancel_all(inbox(self.session)):
                 self.session.append("agent/inbox/spliced", payload)
 
+    async def compact(self, start: int, end: int, summarizer: Summarizer) -> CompactionResult:
+        """Compact the surface span ``[start, end]`` now (see :func:`agent.compact`).
+
+        :raises AgentBusyError: a turn is running.
+        :raises CompactionError: the compaction was refused or failed (nothing replaced).
+        """
+        if self._running:
+            raise AgentBusyError(
+                f"session {self.session.id!r}: cannot compact while a turn is running",
+                session_id=self.session.id,
+            )
+        self._running = True  # no turn may start while the summarizer runs
+        try:
+            return await compact(self.session, start, end, summarizer)
+        finally:
+            self._running = False
+
     async def run_until_idle(self) -> list[TurnOutcome]:
         """Run turns while the inbox has input that wakes the agent.
 
@@ -334,6 +351,8 @@ class Agent:
             if self._cancelled:
                 return _StepResult("aborted")  # cancelled before the request was sent
             await session.flush()  # checkpoint: the request is never sent for undurable input
+            if self._cancelled:
+                return _StepResult("aborted")  # cancelled during the checkpoint
             settled = await self._attempt(turn, step, request)
             if settled is not None:
                 return settled

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -512,3 +512,54 @@ async def test_clear_inbox_on_cancel_withdraws_pending_input(session: Session) -
         "canceled",
         "canceled",
     ]
+
+
+async def test_max_tokens_is_sticky_when_steering_continues_the_turn(session: Session) -> None:
+    reached, release = anyio.Event(), anyio.Event()
+    model = ScriptedModel(
+        [
+            Response(
+                text="cut short",
+                finish="max-tokens",
+                hold_after=1,
+                reached=reached,
+                release=release,
+            ),
+            Response(text="the rest"),
+        ]
+    )
+    agent = Agent(session, model)
+    agent.followup("long answer please")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_run, agent)
+        await reached.wait()
+        agent.steer("continue")
+        release.set()
+    assert len(model.requests) == 2
+    assert _of(session, "turn/end")[0].data.reason == "max-tokens"
+    check_invariants(session)
+
+
+async def test_manual_compaction_through_the_agent_needs_it_idle(session: Session) -> None:
+    agent = Agent(session, ScriptedModel([Response(text="a" * 400), Response(text="b")]))
+    agent.followup("x" * 400)
+    await _run(agent)
+
+    async def summarize(shadowed: Sequence[Message]) -> str:
+        return "short"
+
+    nodes = list(session.surface_index.nodes)
+    result = await agent.compact(nodes[0], nodes[1], summarize)
+    assert [m.source.kind for m in messages(session) if m.source] == ["compaction"]
+    assert result.tokens_after < result.tokens_before
+    reached, release = anyio.Event(), anyio.Event()
+    agent.model = ScriptedModel(
+        [Response(text="z", hold_after=0, reached=reached, release=release)]
+    )
+    agent.followup("again")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_run, agent)
+        await reached.wait()
+        with pytest.raises(AgentBusyError, match="cannot compact while a turn is running"):
+            await agent.compact(nodes[0], nodes[1], summarize)
+        release.set()
