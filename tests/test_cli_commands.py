@@ -67,8 +67,10 @@ def test_sessions_lists_every_state(db: Path) -> None:
         "state",
         "parent_id",
         "fork_seq",
+        "metadata",
         "error",
     }
+    assert rows["balanced"]["metadata"] == {"run": "balanced"}
 
 
 def test_sessions_table_is_plain_text_when_piped(db: Path) -> None:

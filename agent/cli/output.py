@@ -17,6 +17,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    SpinnerColumn,
     TextColumn,
     TimeRemainingColumn,
 )
@@ -77,7 +78,9 @@ class Output:
         if not self.errors.is_terminal or total < 1000:
             yield ProgressHook(None, None)
             return
+        # The spinner turns (rich refreshes from its own thread) while one long session loads.
         with Progress(
+            SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eventlog import Event, EventLogError, Session, SessionInfo
+from eventlog.codec import encode_surface
 from eventlog.stores import LogStore
 from projections import timeline
 
@@ -75,6 +76,7 @@ async def _describe(store: LogStore, info: SessionInfo) -> dict[str, Any]:
         "state": "corrupt",
         "parent_id": info.parent_id,
         "fork_seq": info.fork_seq,
+        "metadata": info.metadata,
         "error": None,
     }
     if info.error is not None:
@@ -151,8 +153,6 @@ async def _run_show(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _surface_text(event: Event) -> str:
-    from eventlog.codec import encode_surface
-
     return encode_surface(event.surface) or ""
 
 
