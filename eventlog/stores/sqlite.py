@@ -23,7 +23,10 @@ from ._sqlite_schema import SYNCHRONOUS, connect_reader, connect_writer, prepare
 from ._sqlite_worker import SQLiteWorker
 from .base import SessionInfo, SessionRecord
 
-__all__ = ("SQLiteBackend", "parse_sqlite_url")
+__all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
+
+#: The keyword options of :class:`SQLiteBackend` (``open_store`` refuses any other).
+SQLITE_OPTIONS = ("durability", "busy_timeout", "poll_interval")
 
 #: Rows per read hop: large enough that a load is a few hops, small enough to stream.
 _CHUNK = 1000
@@ -184,21 +187,31 @@ class SQLiteBackend:
         self, session_id: str, from_seq: int, limit: int | None
     ) -> AsyncIterator[Sequence[Row]]:
         # One statement per chunk, keyed by seq: no read transaction stays open while the
-        # consumer holds a chunk (it may take its time; writers must not wait on it).
-        remaining = limit
-        while remaining is None or remaining > 0:
-            count = _CHUNK if remaining is None else min(_CHUNK, remaining)
-            self._check()
-            with _translated(self.path, "reading events", write=False, session_id=session_id):
-                rows = await self._reader.call(ops.select_rows, session_id, from_seq, count)
-            if not rows:
-                return
-            yield rows
-            if len(rows) < count:
-                return
-            from_seq = rows[-1].seq + 1
-            if remaining is not None:
-                remaining -= len(rows)
+        # consumer holds a chunk (it may take its time; writers must not wait on it). The next
+        # chunk is fetched on the reader thread while the consumer decodes this one.
+        self._check()
+        count = _CHUNK if limit is None else min(_CHUNK, limit)
+        if count <= 0:
+            return
+        pending = self._reader.submit(ops.select_rows, session_id, from_seq, count)
+        try:
+            while True:
+                with _translated(self.path, "reading events", write=False, session_id=session_id):
+                    rows = await self._reader.wait(pending)
+                if limit is not None:
+                    limit -= len(rows)
+                count = _CHUNK if limit is None else min(_CHUNK, limit)
+                if not rows or len(rows) < _CHUNK or count <= 0:
+                    if rows:
+                        yield rows
+                    return
+                self._check()
+                pending = self._reader.submit(ops.select_rows, session_id, rows[-1].seq + 1, count)
+                yield rows
+        finally:
+            # A fetch nobody will read: drop it (its error, if any, is nobody's news).
+            if not pending.cancel() and not pending.cancelled():
+                pending.exception()
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         self._check()

@@ -46,9 +46,11 @@ def _backend_for(url: str, options: dict[str, Any]) -> Backend:
             raise ValidationError("option data must be a MemoryData")
         return MemoryBackend(data)
     if url.startswith("sqlite:"):
-        from .sqlite import SQLiteBackend, parse_sqlite_url
+        from .sqlite import SQLITE_OPTIONS, SQLiteBackend, parse_sqlite_url
 
-        return SQLiteBackend(parse_sqlite_url(url), **options)
+        known = {k: options.pop(k) for k in SQLITE_OPTIONS if k in options}
+        _no_more(url, options)
+        return SQLiteBackend(parse_sqlite_url(url), **known)
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresBackend
 
