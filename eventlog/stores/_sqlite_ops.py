@@ -63,16 +63,16 @@ def write_batches(connection: sqlite3.Connection, batches: Sequence[Batch]) -> l
     connection.execute("BEGIN IMMEDIATE")
     try:
         for session_id, expected_head, rows in batches:
-            found = connection.execute(
-                "SELECT head FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if found is None or found[0] != expected_head:
+            # The tail check and the head move are one statement: it matches no row when
+            # another writer moved the head (or the session is gone).
+            moved = connection.execute(
+                "UPDATE sessions SET head = ? WHERE id = ? AND head = ?",
+                (rows[-1].seq, session_id, expected_head),
+            )
+            if moved.rowcount != 1:
                 conflicts.append(session_id)
                 continue
             connection.executemany(_INSERT, _params(session_id, rows))
-            connection.execute(
-                "UPDATE sessions SET head = ? WHERE id = ?", (rows[-1].seq, session_id)
-            )
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)

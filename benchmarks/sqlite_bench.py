@@ -1,0 +1,361 @@
+"""The SQLite store against raw stdlib ``sqlite3`` on the same disk, measured in the same run.
+
+Figures (issue 3, "Measure"): durable throughput flushing once per turn; group commit by the
+background writer over many sessions; ``open`` of an 18,000-event session against a raw
+``select`` plus ``msgspec`` decode; single-event flush latency against raw ``fsync``; ``open``
+time and peak memory as a session grows to 160,000 events. Store runs and raw runs alternate so
+drift on the shared machine hits both alike; every ratio is computed per pair of runs.
+Payloads are built before the clock starts: the figures are the store's cost, not the app's.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sqlite3
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from eventlog import Session, open_store
+from eventlog.codec import Row
+from eventlog.registry import EventTypes
+from eventlog.stores.memory import MemoryData
+
+from ._harness import Figure, Stats, print_figure
+from .workload import EVENTS_PER_TURN, TurnEvent, turn_events
+
+__all__ = ("main",)
+
+_INSERT = (
+    "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
+)
+_Params = list[tuple[Any, ...]]
+
+
+# -- workload ------------------------------------------------------------------------------------
+
+
+def _turns(first: int, count: int) -> list[list[TurnEvent]]:
+    return [list(turn_events(turn)) for turn in range(first, first + count)]
+
+
+def _commit(session: Session, turn: list[TurnEvent]) -> None:
+    append = session.append
+    for type_, data, surface in turn:
+        append(type_, data, surface=surface)
+
+
+async def _encoded_rows(turns: int) -> list[Row]:
+    """The stored rows of ``turns`` standard turns (encoded through a memory store)."""
+    data = MemoryData()
+    async with open_store("memory:", data=data, write_delay=60, max_pending_bytes=1 << 40) as s:
+        session = await s.create(session_id="raw")
+        for turn in _turns(1, turns):
+            _commit(session, turn)
+        await session.flush()
+    return data.rows["raw"]
+
+
+def _params(session_id: str, rows: list[Row]) -> _Params:
+    return [
+        (session_id, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, r.hash)
+        for r in rows
+    ]
+
+
+async def _fresh_db(directory: Path, name: str) -> Path:
+    """A new database file with the store's schema."""
+    path = directory / name
+    async with open_store(f"sqlite:///{path}"):
+        pass
+    return path
+
+
+def _raw_connection(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = FULL")
+    return db
+
+
+# -- durable throughput, one flush per turn ------------------------------------------------------
+
+
+async def _store_per_turn(path: Path, turns: list[list[TurnEvent]]) -> tuple[float, float]:
+    """(events/s end to end, seconds spent inside ``flush``)."""
+    async with open_store(f"sqlite:///{path}") as store:
+        session = await store.create()
+        in_flush = 0.0
+        start = time.perf_counter()
+        for turn in turns:
+            _commit(session, turn)
+            mark = time.perf_counter()
+            await session.flush()
+            in_flush += time.perf_counter() - mark
+        elapsed = time.perf_counter() - start
+    return len(turns) * EVENTS_PER_TURN / elapsed, in_flush
+
+
+def _raw_per_turn(path: Path, batches: list[_Params]) -> float:
+    db = _raw_connection(path)
+    try:
+        start = time.perf_counter()
+        for params in batches:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany(_INSERT, params)
+            db.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+    finally:
+        db.close()
+    return sum(map(len, batches)) / elapsed
+
+
+# -- group commit by the background writer -------------------------------------------------------
+
+
+async def _store_group(path: Path, sessions: int, turns: list[list[TurnEvent]]) -> float:
+    async with open_store(f"sqlite:///{path}", max_pending_bytes=1 << 40) as store:
+        opened = [await store.create() for _ in range(sessions)]
+        start = time.perf_counter()
+        for turn in turns:
+            for session in opened:
+                _commit(session, turn)
+            await anyio.sleep(0)  # the app yields between turns; the writer drains on its own
+        for session in opened:
+            await session.flush()
+        elapsed = time.perf_counter() - start
+    return sessions * len(turns) * EVENTS_PER_TURN / elapsed
+
+
+def _raw_group(path: Path, params: _Params) -> float:
+    db = _raw_connection(path)
+    try:
+        start = time.perf_counter()
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany(_INSERT, params)
+        db.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+    finally:
+        db.close()
+    return len(params) / elapsed
+
+
+# -- open (load) ---------------------------------------------------------------------------------
+
+
+async def _build_session(path: Path, session_id: str, turns: int) -> None:
+    async with open_store(f"sqlite:///{path}", write_delay=60, max_pending_bytes=1 << 40) as s:
+        session = await s.create(session_id=session_id)
+        for first in range(1, turns + 1, 500):
+            for turn in _turns(first, min(500, turns + 1 - first)):
+                _commit(session, turn)
+            await session.flush()
+
+
+async def _store_open(path: Path, session_id: str) -> float:
+    async with open_store(f"sqlite:///{path}") as store:
+        start = time.perf_counter()
+        session = await store.open(session_id)
+        elapsed = time.perf_counter() - start
+        await session.aclose()
+    return elapsed
+
+
+def _raw_load(path: Path, session_id: str) -> float:
+    types = EventTypes()
+    db = sqlite3.connect(path)
+    try:
+        start = time.perf_counter()
+        found = db.execute(
+            "SELECT type, data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        decoded = []
+        for type_, data in found:
+            info = types.get(type_)
+            assert info is not None
+            decoded.append(info.decoder.decode(data))
+        elapsed = time.perf_counter() - start
+    finally:
+        db.close()
+    return elapsed
+
+
+async def _open_memory(path: Path, session_id: str) -> tuple[float, float]:
+    """(peak MiB of Python allocations during ``open``, stored MiB of the session)."""
+    with sqlite3.connect(path) as db:
+        (stored,) = db.execute(
+            "SELECT SUM(LENGTH(CAST(data AS BLOB)) + LENGTH(hash) + LENGTH(type) + "
+            "LENGTH(sources) + IFNULL(LENGTH(surface), 0) + 16) FROM events "
+            "WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+    db.close()
+    async with open_store(f"sqlite:///{path}") as store:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            session = await store.open(session_id)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        await session.aclose()
+    return peak / 2**20, stored / 2**20
+
+
+# -- latency -------------------------------------------------------------------------------------
+
+
+async def _store_latencies(path: Path, count: int) -> list[float]:
+    turn = _turns(1, 1)[0]
+    type_, data, surface = turn[1]  # a user message
+    async with open_store(f"sqlite:///{path}") as store:
+        session = await store.create()
+        latencies = []
+        for _ in range(count):
+            start = time.perf_counter()
+            session.append(type_, data, surface=surface)
+            await session.flush()
+            latencies.append(time.perf_counter() - start)
+    return latencies
+
+
+def _fsync_latencies(directory: Path, count: int) -> list[float]:
+    block = os.urandom(4096)
+    fd = os.open(directory / "fsync.bin", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        latencies = []
+        for _ in range(count):
+            start = time.perf_counter()
+            os.write(fd, block)
+            os.fsync(fd)
+            latencies.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+    return latencies
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# -- the suite -----------------------------------------------------------------------------------
+
+
+def _ratio_figure(name: str, ours: list[float], raw: list[float], unit: str, target: str) -> None:
+    print_figure(Figure(f"{name}: store", Stats(tuple(ours)), unit))
+    print_figure(Figure(f"{name}: raw sqlite3", Stats(tuple(raw)), unit))
+    ratios = tuple(o / r for o, r in zip(ours, raw, strict=True))
+    print_figure(Figure(f"{name}: store / raw", Stats(ratios), "×", target))
+
+
+def _per_turn(directory: Path, runs: int, turns: int) -> None:
+    rows = anyio.run(_encoded_rows, turns)
+    ours, raw, flush_share = [], [], []
+    for run in range(runs):
+        work = _turns(1, turns)
+        rate, in_flush = anyio.run(_store_per_turn, directory / f"pt-store-{run}.db", work)
+        ours.append(rate)
+        flush_share.append(in_flush / (len(work) * EVENTS_PER_TURN / rate))
+        path = anyio.run(_fresh_db, directory, f"pt-raw-{run}.db")
+        batches = [
+            _params("raw", rows[i : i + EVENTS_PER_TURN])
+            for i in range(0, len(rows), EVENTS_PER_TURN)
+        ]
+        raw.append(_raw_per_turn(path, batches))
+    _ratio_figure(
+        f"durable throughput, power-loss, flush per turn ({turns} turns)",
+        ours,
+        raw,
+        "events/s",
+        "≥0.8×",
+    )
+    print_figure(
+        Figure("  share of store time spent awaiting flush", Stats(tuple(flush_share)), "")
+    )
+
+
+def _group(directory: Path, runs: int, sessions: int, turns: int) -> None:
+    rows = anyio.run(_encoded_rows, turns)
+    params = [p for i in range(sessions) for p in _params(f"raw{i}", rows)]
+    ours, raw = [], []
+    for run in range(runs):
+        work = _turns(1, turns)
+        ours.append(anyio.run(_store_group, directory / f"g-store-{run}.db", sessions, work))
+        path = anyio.run(_fresh_db, directory, f"g-raw-{run}.db")
+        raw.append(_raw_group(path, params))
+    _ratio_figure(
+        f"group commit, background writer, {sessions} sessions × {turns} turns",
+        ours,
+        raw,
+        "events/s",
+        "≥0.7×",
+    )
+
+
+def _open(directory: Path, runs: int, turns: int) -> None:
+    path = directory / "open.db"
+    anyio.run(_build_session, path, "big", turns)
+    ours, raw = [], []
+    for _ in range(runs):
+        ours.append(anyio.run(_store_open, path, "big") * 1000)
+        raw.append(_raw_load(path, "big") * 1000)
+    _ratio_figure(f"open of a {turns * EVENTS_PER_TURN:,}-event session", ours, raw, "ms", "≤1.5×")
+
+
+def _latency(directory: Path, runs: int, count: int) -> None:
+    p50, p99, f50, f99, ratio = [], [], [], [], []
+    for run in range(runs):
+        ours = anyio.run(_store_latencies, directory / f"lat-{run}.db", count)
+        fsync = _fsync_latencies(directory, count)
+        p50.append(_percentile(ours, 0.5) * 1e6)
+        p99.append(_percentile(ours, 0.99) * 1e6)
+        f50.append(_percentile(fsync, 0.5) * 1e6)
+        f99.append(_percentile(fsync, 0.99) * 1e6)
+        ratio.append(p50[-1] / f50[-1])
+    print_figure(
+        Figure(f"single-event flush latency p50 ({count} flushes)", Stats(tuple(p50)), "µs")
+    )
+    print_figure(Figure("single-event flush latency p99", Stats(tuple(p99)), "µs"))
+    print_figure(Figure("raw fsync (4 KiB write) latency p50", Stats(tuple(f50)), "µs"))
+    print_figure(Figure("raw fsync (4 KiB write) latency p99", Stats(tuple(f99)), "µs"))
+    print_figure(Figure("flush p50 / fsync p50", Stats(tuple(ratio)), "×", "≤2×"))
+
+
+def _growth(directory: Path, runs: int, sizes: list[int]) -> None:
+    for turns in sizes:
+        path = directory / f"grow-{turns}.db"
+        anyio.run(_build_session, path, "big", turns)
+        events = turns * EVENTS_PER_TURN
+        times = [anyio.run(_store_open, path, "big") * 1000 for _ in range(runs)]
+        print_figure(Figure(f"open time, {events:,} events", Stats(tuple(times)), "ms"))
+        peak, stored = anyio.run(_open_memory, path, "big")
+        print(
+            f"{'  peak Python memory of that open / stored bytes':<58} "
+            f"{peak:>10,.1f} MiB / {stored:,.1f} MiB = {peak / stored:.2f}×   [≤3×]",
+            flush=True,
+        )
+        path.unlink()
+
+
+def _with_directory(measure: Callable[[Path], None]) -> None:
+    with tempfile.TemporaryDirectory(prefix="eventlog-bench-") as name:
+        measure(Path(name))
+
+
+def main(quick: bool = False) -> None:
+    runs = 3 if quick else 7
+    _with_directory(lambda d: _per_turn(d, runs, 60 if quick else 300))
+    _with_directory(lambda d: _group(d, runs, 10 if quick else 20, 20 if quick else 30))
+    _with_directory(lambda d: _open(d, runs, 200 if quick else 1000))
+    _with_directory(lambda d: _latency(d, 3 if quick else 5, 100 if quick else 300))
+    sizes = [100, 1000] if quick else [1000, 3000, 8889]
+    _with_directory(lambda d: _growth(d, 1 if quick else 3, sizes))
+    print(f"  (median of {runs} alternating runs; spread is min–max)", flush=True)
