@@ -292,26 +292,32 @@ class Agent:
                 step += 1
                 result = await self._step(turn, step)
                 session.append("step/end", StepEnd(turn=turn, step=step))
-                await session.flush()
-                if result.kind in ("aborted", "error"):
-                    reason = result.kind
-                    break
                 sticky_max_tokens |= result.kind == "max-tokens"
-                steering = any(item.wake for item in inbox(session).next_step)
-                if result.kind == "tools" and not result.concluded and not self._cancelled:
-                    continue
-                if steering and not self._cancelled:
-                    continue
-                reason = "aborted" if self._cancelled else "completed"
-                break
+                ending = self._ending(result)
+                if ending is not None:
+                    reason = ending
+                    break
+                await session.flush()  # checkpoint: step end
         except Exception:
             self._close_after_failure(turn, step)
             raise
         if reason == "completed" and sticky_max_tokens:
             reason = "max-tokens"
         session.append("turn/end", TurnEnd(turn=turn, reason=reason))
-        await session.flush()
+        await session.flush()  # checkpoint: step end and turn end in one write
         return TurnOutcome(turn=turn, reason=reason, steps=step)
+
+    def _ending(self, result: _StepResult) -> TurnEndReason | None:
+        """How the turn ends after a step, or ``None`` when another step follows."""
+        if result.kind in ("aborted", "error"):
+            return "aborted" if result.kind == "aborted" else "error"
+        if self._cancelled:
+            return "aborted"
+        if result.kind == "tools" and not result.concluded:
+            return None
+        if any(item.wake for item in inbox(self.session).next_step):
+            return None  # steering arrived: the turn goes on
+        return "completed"
 
     def _close_after_failure(self, turn: int, step: int) -> None:
         """The loop itself failed: close the turn ``error`` if the log still takes it.
