@@ -25,12 +25,12 @@ changes when the session moves on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Literal, NamedTuple
 
 import msgspec
 
-from eventlog import Event, Replace, Session
+from eventlog import Event, Replace, Session, ToolCallPart, ToolResultPart
 
 from .base import catch_up, events_through, fold
 
@@ -49,6 +49,7 @@ __all__ = (
 )
 
 CallStatus = Literal["proposed", "started", "completed", "resulted"]
+_Key = tuple[int, int, str]
 
 
 class CallKey(NamedTuple):
@@ -131,6 +132,7 @@ class TimelineState:
         "snapshot",
         "step",
         "step_calls",
+        "step_proposed",
         "turn",
         "unanswered",
         "versions",
@@ -145,19 +147,22 @@ class TimelineState:
         # Append-only: every state any call passed through, in the order it was reached.
         self.versions: list[ToolCallState] = []
         # Call key -> positions of its versions in ``versions`` (at most four, ascending).
-        self.history: dict[CallKey, list[int]] = {}
-        self.step_calls: list[CallKey] = []
+        # Keys are plain ``(turn, step, call_id)`` tuples (equal to :class:`CallKey` s).
+        self.history: dict[_Key, list[int]] = {}
+        # The open step's calls in order of appearance; replaced (never cleared) at step
+        # boundaries, so a snapshot may hold it with a captured length.
+        self.step_calls: list[_Key] = []
+        self.step_proposed = 0  # calls proposed so far in the open step
         # Ordered set of calls with no result yet.
-        self.unanswered: dict[CallKey, None] = {}
+        self.unanswered: dict[_Key, None] = {}
         self.findings: list[Finding] = []
         self.snapshot: Timeline | None = None
 
-    def latest(self, key: CallKey) -> ToolCallState | None:
+    def latest(self, key: _Key) -> ToolCallState | None:
         positions = self.history.get(key)
         return self.versions[positions[-1]] if positions else None
 
-    def put(self, state: ToolCallState) -> None:
-        key = state.key
+    def put(self, key: _Key, state: ToolCallState) -> None:
         positions = self.history.get(key)
         if positions is None:
             self.history[key] = [len(self.versions)]
@@ -177,9 +182,6 @@ class Timeline:
     :ivar step: the open step, or ``None``.
     :ivar next_turn: the number the next ``turn/start`` must carry.
     :ivar next_step: the number the next ``step/start`` must carry (1 when no turn is open).
-    :ivar open_calls: the calls of the open step, in the order they appeared (proposals in the
-        model's order); empty when no step is open.
-    :ivar unanswered: every call with no ``tool/result`` yet, in any step, oldest first.
     """
 
     __slots__ = (
@@ -187,17 +189,20 @@ class Timeline:
         "_history",
         "_length",
         "_nfindings",
+        "_nstep",
+        "_step_calls",
+        "_unanswered",
         "_versions",
         "next_step",
         "next_turn",
-        "open_calls",
         "seq",
         "step",
         "turn",
-        "unanswered",
     )
 
     def __init__(self, state: TimelineState) -> None:
+        # O(1) apart from the unanswered keys (a handful): everything else is captured as an
+        # append-only list plus its length, and resolved when read.
         self.seq = state.seq
         self.turn = state.turn
         self.step = state.step
@@ -206,15 +211,26 @@ class Timeline:
         self._versions = state.versions
         self._history = state.history
         self._length = len(state.versions)
-        self._findings = state.findings  # append-only: the captured length bounds it
+        self._findings = state.findings
         self._nfindings = len(state.findings)
-        versions, history = state.versions, state.history
-        self.open_calls: tuple[ToolCallState, ...] = tuple(
-            versions[history[key][-1]] for key in state.step_calls
-        )
-        self.unanswered: tuple[ToolCallState, ...] = tuple(
-            versions[history[key][-1]] for key in state.unanswered
-        )
+        self._step_calls = state.step_calls  # replaced, never cleared, when a step ends
+        self._nstep = len(state.step_calls)
+        self._unanswered = tuple(state.unanswered) if state.unanswered else ()
+
+    @property
+    def open_calls(self) -> tuple[ToolCallState, ...]:
+        """The calls of the open step, in the order they appeared (proposals in the model's
+        order); empty when no step is open."""
+        return self._resolve(self._step_calls[: self._nstep])
+
+    @property
+    def unanswered(self) -> tuple[ToolCallState, ...]:
+        """Every proposed call with no ``tool/result`` yet, in any step, oldest first."""
+        return self._resolve(self._unanswered)
+
+    def _resolve(self, keys: Sequence[tuple[int, int, str]]) -> tuple[ToolCallState, ...]:
+        found = (self.call(*key) for key in keys)
+        return tuple(state for state in found if state is not None)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -230,7 +246,7 @@ class Timeline:
 
     def call(self, turn: int, step: int, call_id: str) -> ToolCallState | None:
         """The state of one call as of this snapshot, or ``None`` if it had not appeared."""
-        positions = self._history.get(CallKey(turn, step, call_id))
+        positions = self._history.get((turn, step, call_id))
         if positions is None:
             return None
         for position in reversed(positions):
@@ -325,7 +341,7 @@ def _turn_start(state: TimelineState, event: Event) -> None:
         state.find(event.seq, f"turn/start numbers turn {number}, expected {state.last_turn + 1}")
     state.turn = OpenTurn(number=number, seq=event.seq)
     state.step = None
-    state.step_calls = []
+    state.step_calls, state.step_proposed = [], 0
     state.last_turn = max(state.last_turn, number)
     state.last_step = 0
 
@@ -340,7 +356,7 @@ def _turn_end(state: TimelineState, event: Event) -> None:
         state.find(event.seq, f"turn/end {number} while step {state.step.number} is open")
     state.turn = None
     state.step = None
-    state.step_calls = []
+    state.step_calls, state.step_proposed = [], 0
 
 
 def _step_start(state: TimelineState, event: Event) -> None:
@@ -353,7 +369,7 @@ def _step_start(state: TimelineState, event: Event) -> None:
     if number != state.last_step + 1:
         state.find(event.seq, f"step/start numbers step {number}, expected {state.last_step + 1}")
     state.step = OpenStep(turn=turn, number=number, seq=event.seq)
-    state.step_calls = []
+    state.step_calls, state.step_proposed = [], 0
     state.last_step = max(state.last_step, number)
 
 
@@ -364,7 +380,7 @@ def _step_end(state: TimelineState, event: Event) -> None:
     if step is None or (step.turn, step.number) != (turn, number):
         state.find(event.seq, f"step/end {turn}.{number} does not close the open step")
     state.step = None
-    state.step_calls = []
+    state.step_calls, state.step_proposed = [], 0
 
 
 def _in_open_step(state: TimelineState, event: Event, turn: int, step: int) -> bool:
@@ -378,19 +394,16 @@ def _in_open_step(state: TimelineState, event: Event, turn: int, step: int) -> b
 def _assistant_message(state: TimelineState, event: Event) -> None:
     if isinstance(event.surface, Replace):
         return  # a replacement proposes nothing new (the surface refuses unbalanced ones)
-    turn: int = event.data.turn
-    step: int = event.data.step
-    calls = event.data.message.tool_calls
+    data = event.data
+    calls = [part for part in data.message.content if type(part) is ToolCallPart]
     if not calls:
         return
+    turn: int = data.turn
+    step: int = data.step
     in_step = _in_open_step(state, event, turn, step)
-    index = sum(
-        1
-        for key in state.step_calls
-        if (s := state.latest(key)) is not None and s.index is not None
-    )
+    index = state.step_proposed if in_step else _proposed_in(state, turn, step)
     for part in calls:
-        key = CallKey(turn, step, part.id)
+        key = (turn, step, part.id)
         known = state.latest(key)
         if known is not None and known.proposed is not None:
             state.find(event.seq, f"call {part.id!r} of step {turn}.{step} proposed twice")
@@ -400,11 +413,12 @@ def _assistant_message(state: TimelineState, event: Event) -> None:
                 event.seq,
                 f"call {part.id!r} was started at seq {known.call} before it was proposed",
             )
-            state.put(msgspec.structs.replace(known, index=index, proposed=event.seq))
+            state.put(key, msgspec.structs.replace(known, index=index, proposed=event.seq))
             if known.result is None:
                 state.unanswered[key] = None
         else:
             state.put(
+                key,
                 ToolCallState(
                     turn=turn,
                     step=step,
@@ -412,38 +426,48 @@ def _assistant_message(state: TimelineState, event: Event) -> None:
                     name=part.name,
                     index=index,
                     proposed=event.seq,
-                )
+                ),
             )
             if in_step:
                 state.step_calls.append(key)
             state.unanswered[key] = None
         index += 1
+    if in_step:
+        state.step_proposed = index
+
+
+def _proposed_in(state: TimelineState, turn: int, step: int) -> int:
+    """How many calls were proposed in a step that is not the open one (a finding; rare)."""
+    return sum(
+        1
+        for key in state.history
+        if key[:2] == (turn, step) and (s := state.latest(key)) is not None and s.index is not None
+    )
 
 
 def _tool_call(state: TimelineState, event: Event) -> None:
     data = event.data
-    key = CallKey(data.turn, data.step, data.call_id)
+    key = (data.turn, data.step, data.call_id)
     _in_open_step(state, event, data.turn, data.step)
     known = state.latest(key)
     if known is None:
         state.find(event.seq, f"tool/call {data.call_id!r} was never proposed")
-        state.put(
-            ToolCallState(
-                turn=data.turn, step=data.step, call_id=data.call_id, name=data.name, call=event.seq
-            )
+        called = ToolCallState(
+            turn=data.turn, step=data.step, call_id=data.call_id, name=data.name, call=event.seq
         )
+        state.put(key, called)
         if state.step is not None and (state.step.turn, state.step.number) == key[:2]:
             state.step_calls.append(key)
         return
     if known.call is not None:
         state.find(event.seq, f"tool/call {data.call_id!r} already logged at seq {known.call}")
         return
-    state.put(msgspec.structs.replace(known, call=event.seq))
+    state.put(key, msgspec.structs.replace(known, call=event.seq))
 
 
 def _tool_outcome(state: TimelineState, event: Event) -> None:
     data = event.data
-    key = CallKey(data.turn, data.step, data.call_id)
+    key = (data.turn, data.step, data.call_id)
     _in_open_step(state, event, data.turn, data.step)
     known = state.latest(key)
     if known is None or known.call is None:
@@ -455,20 +479,22 @@ def _tool_outcome(state: TimelineState, event: Event) -> None:
             event.seq, f"tool/outcome {data.call_id!r} already logged at seq {known.outcome}"
         )
         return
-    state.put(msgspec.structs.replace(known, outcome=event.seq))
+    state.put(key, msgspec.structs.replace(known, outcome=event.seq))
 
 
 def _tool_result(state: TimelineState, event: Event) -> None:
     if isinstance(event.surface, Replace):
         return  # pruning: the surface checked it shadows exactly one result of the same call
     data = event.data
-    parts = data.message.tool_results
-    if len(parts) != 1:
+    content = data.message.content
+    if len(content) != 1 or type(content[0]) is not ToolResultPart:
+        parts = [part for part in content if type(part) is ToolResultPart]
         state.find(event.seq, f"tool/result carries {len(parts)} tool results, expected 1")
         if not parts:
             return
-    call_id: str = parts[0].call_id
-    key = CallKey(data.turn, data.step, call_id)
+        content = parts
+    call_id: str = content[0].call_id
+    key = (data.turn, data.step, call_id)
     _in_open_step(state, event, data.turn, data.step)
     known = state.latest(key)
     if known is None or known.proposed is None:
@@ -480,7 +506,7 @@ def _tool_result(state: TimelineState, event: Event) -> None:
             event.seq, f"tool/result answers {call_id!r} again (first at seq {known.result})"
         )
         return
-    state.put(msgspec.structs.replace(known, result=event.seq))
+    state.put(key, msgspec.structs.replace(known, result=event.seq))
     state.unanswered.pop(key, None)
 
 
