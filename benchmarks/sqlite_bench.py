@@ -13,19 +13,22 @@ from __future__ import annotations
 import gc
 import os
 import sqlite3
+import statistics
 import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
+import anyio.lowlevel
 
 from eventlog import Session, open_store
 from eventlog.codec import Row
 from eventlog.registry import EventTypes
 from eventlog.stores.memory import MemoryData
+from eventlog.stores.sqlite import SQLiteBackend
 
 from ._harness import Figure, Stats, print_figure
 from .workload import EVENTS_PER_TURN, TurnEvent, turn_events
@@ -88,50 +91,87 @@ def _raw_connection(path: Path) -> sqlite3.Connection:
 # -- durable throughput, one flush per turn ------------------------------------------------------
 
 
-async def _store_per_turn(path: Path, turns: list[list[TurnEvent]]) -> tuple[float, float]:
-    """(events/s end to end, seconds spent inside ``flush``)."""
+class _PerTurn(NamedTuple):
+    """One run's rate and per-turn medians (µs) of its parts."""
+
+    rate: float
+    commit: float = 0.0
+    flush: float = 0.0
+
+
+async def _store_per_turn(path: Path, turns: list[list[TurnEvent]]) -> _PerTurn:
     async with open_store(f"sqlite:///{path}") as store:
         session = await store.create()
-        in_flush = 0.0
+        commits, flushes = [], []
         start = time.perf_counter()
         for turn in turns:
-            _commit(session, turn)
             mark = time.perf_counter()
+            _commit(session, turn)
+            committed = time.perf_counter()
             await session.flush()
-            in_flush += time.perf_counter() - mark
+            commits.append(committed - mark)
+            flushes.append(time.perf_counter() - committed)
         elapsed = time.perf_counter() - start
-    return len(turns) * EVENTS_PER_TURN / elapsed, in_flush
+    rate = len(turns) * EVENTS_PER_TURN / elapsed
+    return _PerTurn(rate, statistics.median(commits) * 1e6, statistics.median(flushes) * 1e6)
 
 
-def _raw_per_turn(path: Path, batches: list[_Params]) -> float:
+def _raw_per_turn(path: Path, batches: list[_Params]) -> _PerTurn:
     db = _raw_connection(path)
     try:
+        each = []
         start = time.perf_counter()
         for params in batches:
+            mark = time.perf_counter()
             db.execute("BEGIN IMMEDIATE")
             db.executemany(_INSERT, params)
             db.execute("COMMIT")
+            each.append(time.perf_counter() - mark)
         elapsed = time.perf_counter() - start
     finally:
         db.close()
-    return sum(map(len, batches)) / elapsed
+    return _PerTurn(sum(map(len, batches)) / elapsed, flush=statistics.median(each) * 1e6)
+
+
+async def _hop(path: Path, count: int = 500) -> float:
+    """Median µs of one empty call to the store's writer thread (a round's fixed cost)."""
+    async with open_store(f"sqlite:///{path}") as store:
+        backend = store.backend
+        assert isinstance(backend, SQLiteBackend)
+        each = []
+        for _ in range(count):
+            mark = time.perf_counter()
+            await backend._writer.call(_nothing)
+            each.append(time.perf_counter() - mark)
+    return statistics.median(each) * 1e6
+
+
+def _nothing(_connection: object) -> None:
+    return None
 
 
 # -- group commit by the background writer -------------------------------------------------------
 
 
-async def _store_group(path: Path, sessions: int, turns: list[list[TurnEvent]]) -> float:
+async def _store_group(
+    path: Path, sessions: int, turns: list[list[TurnEvent]]
+) -> tuple[float, float]:
+    """(events/s until all is durable, share of that time spent committing)."""
     async with open_store(f"sqlite:///{path}", max_pending_bytes=1 << 40) as store:
         opened = [await store.create() for _ in range(sessions)]
+        committing = 0.0
         start = time.perf_counter()
         for turn in turns:
+            mark = time.perf_counter()
             for session in opened:
                 _commit(session, turn)
-            await anyio.sleep(0)  # the app yields between turns; the writer drains on its own
+            committing += time.perf_counter() - mark
+            # The app yields between turns; the writer drains on its own.
+            await anyio.lowlevel.checkpoint()
         for session in opened:
             await session.flush()
         elapsed = time.perf_counter() - start
-    return sessions * len(turns) * EVENTS_PER_TURN / elapsed
+    return sessions * len(turns) * EVENTS_PER_TURN / elapsed, committing / elapsed
 
 
 def _raw_group(path: Path, params: _Params) -> float:
@@ -258,37 +298,42 @@ def _ratio_figure(name: str, ours: list[float], raw: list[float], unit: str, tar
 
 def _per_turn(directory: Path, runs: int, turns: int) -> None:
     rows = anyio.run(_encoded_rows, turns)
-    ours, raw, flush_share = [], [], []
+    batches = [
+        _params("raw", rows[i : i + EVENTS_PER_TURN]) for i in range(0, len(rows), EVENTS_PER_TURN)
+    ]
+    ours, raw, hops = [], [], []
     for run in range(runs):
-        work = _turns(1, turns)
-        rate, in_flush = anyio.run(_store_per_turn, directory / f"pt-store-{run}.db", work)
-        ours.append(rate)
-        flush_share.append(in_flush / (len(work) * EVENTS_PER_TURN / rate))
+        ours.append(anyio.run(_store_per_turn, directory / f"pt-store-{run}.db", _turns(1, turns)))
         path = anyio.run(_fresh_db, directory, f"pt-raw-{run}.db")
-        batches = [
-            _params("raw", rows[i : i + EVENTS_PER_TURN])
-            for i in range(0, len(rows), EVENTS_PER_TURN)
-        ]
         raw.append(_raw_per_turn(path, batches))
+        hops.append(anyio.run(_hop, directory / f"hop-{run}.db"))
     _ratio_figure(
         f"durable throughput, power-loss, flush per turn ({turns} turns)",
-        ours,
-        raw,
+        [o.rate for o in ours],
+        [r.rate for r in raw],
         "events/s",
         "≥0.8×",
     )
-    print_figure(
-        Figure("  share of store time spent awaiting flush", Stats(tuple(flush_share)), "")
+    # Where a turn's time goes (per-turn medians of each run).
+    parts = (
+        ("  per turn: commit 18 events (Session.append)", [o.commit for o in ours]),
+        ("  per turn: store flush (round + hop + transaction)", [o.flush for o in ours]),
+        ("  per turn: raw transaction (BEGIN, executemany, COMMIT)", [r.flush for r in raw]),
+        ("  one empty hop to the writer thread and back", hops),
     )
+    for name, values in parts:
+        print_figure(Figure(name, Stats(tuple(values)), "µs"))
 
 
 def _group(directory: Path, runs: int, sessions: int, turns: int) -> None:
     rows = anyio.run(_encoded_rows, turns)
     params = [p for i in range(sessions) for p in _params(f"raw{i}", rows)]
-    ours, raw = [], []
+    ours, raw, shares = [], [], []
     for run in range(runs):
-        work = _turns(1, turns)
-        ours.append(anyio.run(_store_group, directory / f"g-store-{run}.db", sessions, work))
+        path = directory / f"g-store-{run}.db"
+        rate, share = anyio.run(_store_group, path, sessions, _turns(1, turns))
+        ours.append(rate)
+        shares.append(share)
         path = anyio.run(_fresh_db, directory, f"g-raw-{run}.db")
         raw.append(_raw_group(path, params))
     _ratio_figure(
@@ -298,6 +343,7 @@ def _group(directory: Path, runs: int, sessions: int, turns: int) -> None:
         "events/s",
         "≥0.7×",
     )
+    print_figure(Figure("  share of store time spent in Session.append", Stats(tuple(shares)), ""))
 
 
 def _open(directory: Path, runs: int, turns: int) -> None:
