@@ -9,6 +9,8 @@ one stored byte changed behind the store's back (``corrupt``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import sqlite3
@@ -34,6 +36,7 @@ __all__ = (
     "cli_types",
     "copy_db",
     "play_into",
+    "run_main",
     "shared_runs_db",
     "url_of",
 )
@@ -165,3 +168,15 @@ def shared_runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if base not in _shared:
         _shared[base] = build_runs_db(tmp_path_factory.mktemp("cli") / "runs.db")
     return _shared[base]
+
+
+def run_main(*args: str, db: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``agent.cli.main`` in this process (cheaper than :func:`cli`) with the output
+    captured; same result shape as :func:`cli`."""
+    from agent.cli import main
+
+    argv = ["--db", url_of(db) if isinstance(db, Path) else db] if db is not None else []
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*argv, *args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())

@@ -20,6 +20,7 @@ from .cli_fixtures import (
     cli,
     cli_types,
     copy_db,
+    run_main,
     shared_runs_db,
     the_run,
     url_of,
@@ -42,8 +43,8 @@ def test_recover_apply_repairs_once(db: Path) -> None:
     assert second.returncode == 0
     assert second.stdout.endswith("nothing to repair\n")
     # The repaired session now matches the one repaired when the fixture was built.
-    calls = json.loads(cli("audit", "crashed", "--json", db=db).stdout)["calls"]
-    reference = json.loads(cli("audit", "repaired", "--json", db=db).stdout)["calls"]
+    calls = json.loads(run_main("audit", "crashed", "--json", db=db).stdout)["calls"]
+    reference = json.loads(run_main("audit", "repaired", "--json", db=db).stdout)["calls"]
     assert calls == reference
 
 
@@ -68,12 +69,13 @@ def test_export_import_round_trip(db: Path, tmp_path: Path) -> None:
         f"imported session balanced: {len(the_run()) + 1} events\n"
         f"imported session crashed: {CRASH_STOP} events\n"
     )
-    assert cli("verify", "--all", db=target).returncode == 0
-    listed = json.loads(cli("sessions", "--json", db=target).stdout)["sessions"]
-    original = json.loads(cli("sessions", "--json", db=db).stdout)["sessions"]
+    # The comparisons run in-process: only the two commands above need a real command line.
+    assert run_main("verify", "--all", db=target).returncode == 0
+    listed = json.loads(run_main("sessions", "--json", db=target).stdout)["sessions"]
+    original = json.loads(run_main("sessions", "--json", db=db).stdout)["sessions"]
     assert listed == [s for s in original if s["id"] in ("balanced", "crashed")]
     replay = ["replay", "balanced", "--format", "anthropic"]
-    assert cli(*replay, db=target).stdout == cli(*replay, db=db).stdout
+    assert run_main(*replay, db=target).stdout == run_main(*replay, db=db).stdout
 
 
 def test_export_to_stdout_carries_every_column(db: Path) -> None:
@@ -167,15 +169,15 @@ def test_recover_apply_while_a_live_writer_holds_the_session(db: Path) -> None:
 def test_fork(db: Path) -> None:
     turn_ends = [
         e["seq"]
-        for e in json.loads(cli("show", "balanced", "--json", "--type", "turn/end", db=db).stdout)[
-            "events"
-        ]
+        for e in json.loads(
+            run_main("show", "balanced", "--json", "--type", "turn/end", db=db).stdout
+        )["events"]
     ]
     result = cli("fork", "balanced", "--at", str(turn_ends[0]), "--json", db=db)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["parent"] == "balanced" and doc["head"] == turn_ends[0] + 1
-    child = json.loads(cli("show", doc["id"], "--json", db=db).stdout)["events"]
+    child = json.loads(run_main("show", doc["id"], "--json", db=db).stdout)["events"]
     assert child[-1]["type"] == "session/forked"
     assert child[-1]["data"] == {"parent": "balanced", "boundary": turn_ends[0]}
     inside = cli("fork", "balanced", "--at", str(turn_ends[0] - 1), db=db)

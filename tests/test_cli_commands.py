@@ -18,7 +18,7 @@ import pytest
 from eventlog import Replace, open_store
 from projections import messages, to_openai
 
-from .cli_fixtures import CORRUPT_SEQ, CRASH_STOP, cli, shared_runs_db, the_run, url_of
+from .cli_fixtures import CORRUPT_SEQ, CRASH_STOP, cli, run_main, shared_runs_db, the_run, url_of
 
 
 @pytest.fixture
@@ -88,10 +88,10 @@ def test_colour_when_forced_as_on_a_terminal(db: Path) -> None:
 
 
 def test_sessions_pages(db: Path) -> None:
-    first = as_json(cli("sessions", "--json", "--limit", "2", db=db))
+    first = as_json(run_main("sessions", "--json", "--limit", "2", db=db))
     assert [s["id"] for s in first["sessions"]] == ["balanced", "corrupt"]
     assert first["next_after"] == "corrupt"
-    rest = as_json(cli("sessions", "--json", "--after", "corrupt", db=db))
+    rest = as_json(run_main("sessions", "--json", "--after", "corrupt", db=db))
     assert [s["id"] for s in rest["sessions"]] == ["crashed", "open", "repaired"]
     assert rest["next_after"] is None
 
@@ -106,11 +106,11 @@ def test_show_filters_by_type_turn_and_seq(db: Path) -> None:
     assert [e["type"] for e in tools["events"]] == [
         e.type for e in run.events if e.type.startswith("tool/")
     ]
-    second = as_json(cli("show", "balanced", "--json", "--turn", "2", db=db))["events"]
+    second = as_json(run_main("show", "balanced", "--json", "--turn", "2", db=db))["events"]
     starts = [e["seq"] for e in second if e["type"] == "turn/start"]
     assert len(starts) == 1 and second[0]["type"] == "turn/start"
     assert second[-1]["type"] == "turn/end" and second[-1]["data"]["turn"] == 2
-    window = as_json(cli("show", "balanced", "--json", "--from", "3", "--to", "5", db=db))
+    window = as_json(run_main("show", "balanced", "--json", "--from", "3", "--to", "5", db=db))
     assert [e["seq"] for e in window["events"]] == [3, 4, 5]
     assert set(window["events"][0]) == {
         "seq",
@@ -127,7 +127,7 @@ def test_show_prints_an_unknown_extension_event_with_its_raw_data(db: Path) -> N
     result = cli("show", "balanced", "--type", "app/note", db=db)
     assert result.returncode == 0
     assert "app/note" in result.stdout and "reviewed by the auditor" in result.stdout
-    note = as_json(cli("show", "balanced", "--json", "--type", "app", db=db))["events"]
+    note = as_json(run_main("show", "balanced", "--json", "--type", "app", db=db))["events"]
     assert note[0]["ignorable"] is True
     assert note[0]["data"] == {"text": "reviewed by the auditor"}
 
@@ -153,14 +153,14 @@ async def _expected_openai(db: Path, session_id: str, at: int | None) -> list[An
 def test_replay_gives_the_messages_the_model_saw(db: Path) -> None:
     for at in (None, 12):
         args = ["replay", "balanced", "--format", "openai"] + (["--at", str(at)] if at else [])
-        doc = as_json(cli(*args, db=db))
+        doc = as_json((cli if at is None else run_main)(*args, db=db))
         expected = anyio.run(_expected_openai, db, "balanced", at)
         assert doc["messages"][0] == {"role": "system", "content": "Be brief."}
         assert doc["messages"][1:] == json.loads(json.dumps(expected))
         assert doc["tools"][0]["type"] == "function"
-    anthropic = as_json(cli("replay", "balanced", "--format", "anthropic", db=db))
+    anthropic = as_json(run_main("replay", "balanced", "--format", "anthropic", db=db))
     assert anthropic["system"] == "Be brief." and anthropic["messages"]
-    neutral = as_json(cli("replay", "balanced", "--json", "--at", "5", db=db))
+    neutral = as_json(run_main("replay", "balanced", "--json", "--at", "5", db=db))
     assert neutral["at"] == 5
     assert [m["role"] for m in neutral["messages"]] == ["user"]
 
@@ -187,7 +187,7 @@ def test_audit_classes_every_call_with_proving_seqs(db: Path) -> None:
     crashed = as_json(cli("audit", "crashed", "--json", db=db))
     assert crashed["open_turn"] == 1 and crashed["open_step"] == 1
     assert crashed["integrity"] == {"ok": True, "fault": None, "findings": []}
-    repaired = as_json(cli("audit", "repaired", "--json", db=db))
+    repaired = as_json(run_main("audit", "repaired", "--json", db=db))
     before = {c["call_id"]: c for c in crashed["calls"]}
     after = {c["call_id"]: c for c in repaired["calls"]}
     assert before.keys() == after.keys()
@@ -261,7 +261,7 @@ def test_verify_all(db: Path) -> None:
         "open": True,
         "repaired": True,
     }
-    text = cli("verify", "--all", db=db)
+    text = run_main("verify", "--all", db=db)
     assert text.stdout.endswith("5 sessions verified, 1 with findings\n")
 
 
@@ -284,9 +284,9 @@ def test_recover_diagnoses_without_writing(db: Path) -> None:
         "outcome-unknown",
         "recovered",
     ]
-    text = cli("recover", "crashed", db=db)
+    text = run_main("recover", "crashed", db=db)
     assert "needs repair: run `eventlog recover crashed --apply`" in text.stdout
-    again = as_json(cli("sessions", "--json", db=db))
+    again = as_json(run_main("sessions", "--json", db=db))
     assert {s["id"]: s["events"] for s in again["sessions"]}["crashed"] == CRASH_STOP
 
 

@@ -23,7 +23,7 @@ from projections import messages
 from recovery import repair
 from recovery.testing import AgentRun, agent_runs
 
-from .cli_fixtures import Note, cli, cli_types, url_of
+from .cli_fixtures import Note, cli, cli_types, run_main, url_of
 from .conftest import SOAK
 
 DSH_LOGS = Path(__file__).resolve().parents[2] / "shared" / "dsh-logs"
@@ -87,13 +87,12 @@ def test_dsh_logs_import_and_round_trip(tmp_path: Path) -> None:
     assert report["file"] == str(DSH_LOGS / name) and report["extensions"] > 0
     sid = report["session_id"]
     exported = tmp_path / "export.jsonl"
-    assert cli("export", sid, "-o", str(exported), db=first).returncode == 0
-    assert cli("import", str(exported), db=second).returncode == 0
-    assert cli("verify", sid, db=second).returncode == 0
+    assert run_main("export", sid, "-o", str(exported), db=first).returncode == 0
+    assert run_main("import", str(exported), db=second).returncode == 0
+    assert run_main("verify", sid, db=second).returncode == 0
     assert anyio.run(_snapshot, url_of(second), sid) == anyio.run(_snapshot, url_of(first), sid)
-    assert cli("replay", sid, "--json", db=second).stdout == (
-        cli("replay", sid, "--json", db=first).stdout
-    )
+    replay = ("replay", sid, "--json")
+    assert run_main(*replay, db=second).stdout == run_main(*replay, db=first).stdout
 
 
 def test_dsh_import_of_a_malformed_log_is_one_line(tmp_path: Path) -> None:
