@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-__all__ = ("Listener", "Notifier")
+__all__ = ("Listener", "Notifier", "close_connection")
 
 logger = logging.getLogger("eventlog.postgres")
 
@@ -50,6 +50,10 @@ class Listener:
         Driver errors propagate (the caller translates them).
         """
         async with self._lock:
+            if self._closed:
+                closed = anyio.Event()
+                closed.set()
+                return closed
             if self._conn is None or self._conn.is_closed():
                 await self._listen()
         event = self._waiters.get(session_id)
@@ -58,14 +62,18 @@ class Listener:
         return event
 
     async def _listen(self) -> None:
-        conn = await self._connect()
+        # Held in self._conn at once, so that a close() during the setup closes it too.
+        conn = self._conn = await self._connect()
+        if self._closed:
+            conn.terminate()
+            return
         try:
             await conn.add_listener(self._channel, self._notified)
         except BaseException:
             conn.terminate()
+            self._conn = None
             raise
         conn.add_termination_listener(self._lost)
-        self._conn = conn
 
     def _notified(self, conn: Any, pid: int, channel: str, payload: str) -> None:
         event = self._waiters.pop(payload, None)
@@ -98,12 +106,7 @@ class Listener:
         self._closed = True
         conn, self._conn = self._conn, None
         self.wake_all()
-        if conn is not None and not conn.is_closed():
-            try:
-                with anyio.fail_after(5):
-                    await conn.close()
-            except Exception:
-                conn.terminate()
+        await close_connection(conn)
 
 
 class Notifier:
@@ -121,6 +124,8 @@ class Notifier:
         self._conn: Any = None
         self._pending: set[str] = set()
         self._wake = anyio.Event()
+        self._lock = anyio.Lock()
+        self._closed = False
 
     def changed(self, session_ids: Iterable[str]) -> None:
         """Note sessions whose stored head moved; the running task notifies them soon."""
@@ -141,12 +146,20 @@ class Notifier:
 
         :returns: whether the notifications went out.
         """
-        if not self._pending:
+        async with self._lock:
+            return await self._send()
+
+    async def _send(self) -> bool:
+        if not self._pending or self._closed:
             return True
         ids, self._pending = self._pending, set()
         try:
             if self._conn is None or self._conn.is_closed():
-                self._conn = await self._connect()
+                conn = await self._connect()
+                if self._closed:  # closed while connecting (close() gave up waiting)
+                    conn.terminate()
+                    return False
+                self._conn = conn
             await self._conn.fetchval(self._statement, self._channel, sorted(ids))
         except Exception as exc:
             logger.warning("eventlog: notifying followers failed, will retry: %s", exc)
@@ -162,13 +175,20 @@ class Notifier:
             conn.terminate()
 
     async def aclose(self) -> None:
-        """Send what is noted (best effort) and close the connection."""
+        """Send what is noted (best effort; after a send in flight) and close the connection."""
         with anyio.move_on_after(2):
             await self.send()
+        self._closed = True
         conn, self._conn = self._conn, None
-        if conn is not None and not conn.is_closed():
-            try:
-                with anyio.fail_after(5):
-                    await conn.close()
-            except Exception:
-                conn.terminate()
+        await close_connection(conn)
+
+
+async def close_connection(conn: Any) -> None:
+    """Close an asyncpg connection politely, or abort it when that fails or hangs."""
+    if conn is None or conn.is_closed():
+        return
+    try:
+        with anyio.fail_after(5):
+            await conn.close()
+    except Exception:
+        conn.terminate()

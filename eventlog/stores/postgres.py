@@ -358,7 +358,11 @@ class PostgresBackend:
     async def _write_connection(self) -> Any:
         conn = self._write_conn
         if conn is None or conn.is_closed():
-            conn = self._write_conn = await self._connect()
+            conn = await self._connect()
+            if self._closed:  # closed while connecting
+                conn.terminate()
+                self._check_open()
+            self._write_conn = conn
         return conn
 
     def _drop_write_connection(self) -> None:
