@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import EVENTS_PER_TURN, Peer, Seedable, database_bytes
-from ._report import Meta, Outcome, PeerInfo, report
+from ._report import Meta, Outcome, PeerInfo, load_average, report
 
 __all__ = ("main",)
 
@@ -51,6 +51,7 @@ PEERS: tuple[tuple[str, str, str], ...] = (
 #: Session lengths and runs per length.
 FULL = ((100, 5), (1_000, 5), (3_000, 3))
 QUICK = ((30, 2), (100, 2))
+WARM_UP_TURNS = 5
 
 
 @dataclass
@@ -64,7 +65,9 @@ class _Cell:
     """The runs of one peer at one session length."""
 
     write_seconds: list[float] = field(default_factory=list)
+    write_cpu_seconds: list[float] = field(default_factory=list)
     reload_seconds: list[float] = field(default_factory=list)
+    reload_cpu_seconds: list[float] = field(default_factory=list)
     db_bytes: list[int] = field(default_factory=list)
     settings: dict[str, str] = field(default_factory=dict)
     error: str = ""
@@ -76,9 +79,10 @@ def main(quick: bool = False) -> None:
     lengths = QUICK if quick else FULL
     loaded = [_load(module, cls, name) for module, cls, name in PEERS]
     cells: dict[tuple[str, int], _Cell] = {}
-    started = time.perf_counter()
+    started, load_at_start = time.perf_counter(), load_average()
     with tempfile.TemporaryDirectory(prefix="eventlog-peers-") as scratch:
         root = Path(scratch)
+        _warm_up(loaded, root)
         for turns, runs in lengths:
             print(f"T = {turns:,} turns, {runs} alternating runs …", flush=True)
             for run in range(runs):
@@ -93,6 +97,7 @@ def main(quick: bool = False) -> None:
         lengths=[(turns, runs) for turns, runs in lengths],
         seconds=time.perf_counter() - started,
         scratch=tempfile.gettempdir(),
+        load_at_start=load_at_start,
     )
     outcomes = [
         _outcome(entry.info, turns, cells.get((entry.info.name, turns)))
@@ -108,6 +113,13 @@ def _load(module: str, cls: str, name: str) -> _Loaded:
     except ImportError as exc:
         return _Loaded(PeerInfo.missing(name, f"not installed: {exc}"), None)
     return _Loaded(PeerInfo.of(peer), peer)
+
+
+def _warm_up(loaded: list[_Loaded], root: Path) -> None:
+    """One short untimed session per peer: imports, caches and the first file creation."""
+    for entry in loaded:
+        if entry.peer is not None:
+            _measure(entry.peer, root, WARM_UP_TURNS, _Cell(), run=-1)
 
 
 def _measure(peer: Peer, root: Path, turns: int, cell: _Cell, run: int) -> None:
@@ -126,12 +138,15 @@ def _measure(peer: Peer, root: Path, turns: int, cell: _Cell, run: int) -> None:
         else:
             gc.collect()
             result = peer.write(path, turns)
-            cell.write_seconds.append(result.seconds)
+            cell.write_seconds.append(result.timing.wall)
+            cell.write_cpu_seconds.append(result.timing.cpu)
             cell.db_bytes.append(database_bytes(path))
             cell.settings = result.settings
             session_id = result.session_id
         gc.collect()
-        cell.reload_seconds.append(peer.reload(path, session_id))
+        timing = peer.reload(path, session_id)
+        cell.reload_seconds.append(timing.wall)
+        cell.reload_cpu_seconds.append(timing.cpu)
     except Exception as exc:  # a failing peer is reported, not dropped
         cell.error = f"failed: {type(exc).__name__}: {exc}"[:300]
     finally:
@@ -144,6 +159,7 @@ def _outcome(info: PeerInfo, turns: int, cell: _Cell | None) -> Outcome:
         return Outcome(info.name, turns, error=info.error or "not run")
     events_per_s = [turns * EVENTS_PER_TURN / s for s in cell.write_seconds]
     bytes_per_turn = [b / turns for b in cell.db_bytes]
+    cpu_per_turn = [s / turns for s in cell.write_cpu_seconds]
     settings: dict[str, Any] = dict(cell.settings)
     note = cell.note
     comparable = settings.get("journal_mode") == "wal" and settings.get("synchronous") in ("2", "3")
@@ -155,7 +171,9 @@ def _outcome(info: PeerInfo, turns: int, cell: _Cell | None) -> Outcome:
         info.name,
         turns,
         events_per_s=events_per_s,
+        write_cpu_per_turn_s=cpu_per_turn,
         reload_s=cell.reload_seconds,
+        reload_cpu_s=cell.reload_cpu_seconds,
         bytes_per_turn=bytes_per_turn,
         settings=settings,
         error=cell.error,

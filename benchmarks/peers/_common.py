@@ -10,10 +10,12 @@ the database or creating its schema) and of its load call (not opening the datab
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -24,6 +26,8 @@ __all__ = (
     "NativeEvent",
     "Peer",
     "Seedable",
+    "Stopwatch",
+    "Timing",
     "WriteResult",
     "database_bytes",
     "native_turn",
@@ -35,15 +39,43 @@ __all__ = (
 class WriteResult:
     """One timed write of a whole session.
 
-    :param seconds: wall time of the write loop, including the last durability barrier.
+    :param timing: wall and CPU time of the write loop, including the last durability barrier.
     :param session_id: what :meth:`Peer.reload` needs to find the session again.
     :param settings: the durability settings read back from the peer's own connection
         (``{"journal_mode": "wal", "synchronous": "2"}``), so the report shows what ran.
     """
 
-    seconds: float
+    timing: Timing
     session_id: str
     settings: dict[str, str]
+
+
+class Timing(NamedTuple):
+    """Wall seconds and process CPU seconds (every thread of this process) of one load."""
+
+    wall: float
+    cpu: float
+
+
+class Stopwatch:
+    """Times a block by the wall clock and by this process's CPU time.
+
+    CPU time counts the peer's worker threads too and is blind to other processes, so on a
+    shared machine it shows the work a load does when the wall clock also shows waiting.
+    """
+
+    def __enter__(self) -> Stopwatch:
+        self._wall = time.perf_counter()
+        self._cpu = time.process_time()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.timing = Timing(time.perf_counter() - self._wall, time.process_time() - self._cpu)
 
 
 class Peer(Protocol):
@@ -64,8 +96,8 @@ class Peer(Protocol):
         """Write one session of ``turns`` turns into the fresh database ``path`` and close it."""
         ...
 
-    def reload(self, path: Path, session_id: str) -> float:
-        """Seconds to load the whole session back through the peer's own load path."""
+    def reload(self, path: Path, session_id: str) -> Timing:
+        """Time to load the whole session back through the peer's own load path."""
         ...
 
     def max_turns(self) -> int | None:

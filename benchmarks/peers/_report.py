@@ -23,7 +23,7 @@ from typing import Any
 
 from ._common import Peer
 
-__all__ = ("RESULTS", "Meta", "Outcome", "PeerInfo", "report")
+__all__ = ("RESULTS", "Meta", "Outcome", "PeerInfo", "load_average", "report")
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 RAW = "raw sqlite3"
@@ -75,10 +75,17 @@ class Meta:
     quick: bool
     lengths: list[tuple[int, int]]
     seconds: float
+    load_average: tuple[float, float]
 
     @classmethod
     def now(
-        cls, *, quick: bool, lengths: list[tuple[int, int]], seconds: float, scratch: str
+        cls,
+        *,
+        quick: bool,
+        lengths: list[tuple[int, int]],
+        seconds: float,
+        scratch: str,
+        load_at_start: float,
     ) -> Meta:
         return cls(
             date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -91,6 +98,7 @@ class Meta:
             quick=quick,
             lengths=lengths,
             seconds=round(seconds, 1),
+            load_average=(round(load_at_start, 2), round(load_average(), 2)),
         )
 
 
@@ -101,7 +109,9 @@ class Outcome:
     peer: str
     turns: int
     events_per_s: list[float] = field(default_factory=list)
+    write_cpu_per_turn_s: list[float] = field(default_factory=list)
     reload_s: list[float] = field(default_factory=list)
+    reload_cpu_s: list[float] = field(default_factory=list)
     bytes_per_turn: list[float] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     error: str = ""
@@ -189,6 +199,8 @@ def _rows(outcomes: list[Outcome]) -> list[list[str]]:
     rows = []
     for o in outcomes:
         reload_ms = o.median("reload_s")
+        reload_cpu = o.median("reload_cpu_s")
+        write_cpu = o.median("write_cpu_per_turn_s")
         rows.append(
             [
                 f"{o.turns:,}",
@@ -196,8 +208,10 @@ def _rows(outcomes: list[Outcome]) -> list[list[str]]:
                 _fmt(o.median("events_per_s")),
                 _spread(o, "events_per_s"),
                 _fmt(o.ratio_to_raw, ".2f"),
+                _fmt(None if write_cpu is None else write_cpu * 1e6),
                 _fmt(None if reload_ms is None else reload_ms * 1000, ",.1f"),
                 _spread(o, "reload_s", 1000, ",.1f"),
+                _fmt(None if reload_cpu is None else reload_cpu * 1000, ",.1f"),
                 _fmt(o.median("bytes_per_turn")),
                 str(len(o.events_per_s) or len(o.reload_s)),
                 o.error or o.note,
@@ -212,8 +226,10 @@ _HEADERS = [
     "events/s",
     "min–max",
     "× raw",
+    "CPU µs/turn",
     "reload ms",
     "min–max",
+    "reload CPU ms",
     "bytes/turn",
     "runs",
     "note",
@@ -223,7 +239,7 @@ _HEADERS = [
 def _table(meta: Meta, peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
     rows = _rows(outcomes)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADERS[:-1])]
-    right = {0, 2, 4, 5, 7, 8}
+    right = {0, 2, 4, 5, 6, 8, 9, 10}
 
     def line(cells: list[str]) -> str:
         parts = [
@@ -257,7 +273,9 @@ def _header(meta: Meta) -> list[str]:
     out = [
         f"measured {meta.date} on {meta.machine}, {meta.cpus} CPUs, {meta.platform}",
         f"Python {meta.python}, SQLite {meta.sqlite}, database on {meta.filesystem}",
-        f"{runs}; {'--quick' if meta.quick else 'full run'}, {meta.seconds:,.0f} s",
+        f"{runs}; {'--quick' if meta.quick else 'full run'}, {meta.seconds:,.0f} s; 1-minute "
+        f"load average {meta.load_average[0]:.1f} at start, {meta.load_average[1]:.1f} at end "
+        f"(other work on the machine inflates wall times; CPU columns are this process only)",
         "durability: every peer fsyncs each turn (WAL, synchronous=FULL) except the eventlog "
         "background-writer row (durable within ~10 ms of commit, one flush at the end)",
         "events/s counts 18 workload events per turn for every peer; reload = one session, warm "
@@ -299,8 +317,8 @@ def _verdicts(peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
                 "durable-within-10-ms guarantee)"
             )
     for turns, mine in sorted(ours.items()):
-        reload_s = mine.median("reload_s")
-        if reload_s is None:
+        reload_s, reload_cpu = mine.median("reload_s"), mine.median("reload_cpu_s")
+        if reload_s is None or reload_cpu is None:
             out.append(f"verdict reload @T={turns:,}: eventlog did not reload")
             continue
         validating = [
@@ -308,14 +326,22 @@ def _verdicts(peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
             for o in others
             if o.turns == turns and by_name[o.peer].validating and o.median("reload_s")
         ]
-        slower = [o for o in validating if (o.median("reload_s") or 0.0) <= reload_s]
         names = ", ".join(
-            f"{o.peer} {1000 * (o.median('reload_s') or 0.0):,.1f} ms" for o in validating
+            f"{o.peer} {1000 * (o.median('reload_s') or 0.0):,.1f} ms "
+            f"(CPU {1000 * (o.median('reload_cpu_s') or 0.0):,.1f})"
+            for o in validating
         )
-        ok = "MET" if validating and not slower else ("NOT MET" if slower else "no validating peer")
+        wall_ok = all((o.median("reload_s") or 0.0) > reload_s for o in validating)
+        cpu_ok = all((o.median("reload_cpu_s") or 0.0) > reload_cpu for o in validating)
+        verdict = (
+            "no validating peer ran"
+            if not validating
+            else f"wall {'MET' if wall_ok else 'NOT MET'}, CPU {'MET' if cpu_ok else 'NOT MET'}"
+        )
         out.append(
-            f"verdict reload @T={turns:,}: eventlog {1000 * reload_s:,.1f} ms vs validating "
-            f"peers: {names or 'none ran'}; below every one: {ok}"
+            f"verdict reload @T={turns:,}: eventlog {1000 * reload_s:,.1f} ms "
+            f"(CPU {1000 * reload_cpu:,.1f}) vs validating peers: {names or 'none'}; "
+            f"below every one: {verdict}"
         )
     return out
 
@@ -327,8 +353,11 @@ def _as_json(o: Outcome) -> dict[str, Any]:
         "events_per_s": o.summary("events_per_s"),
         "events_per_s_runs": o.events_per_s,
         "ratio_to_raw": o.ratio_to_raw,
+        "write_cpu_per_turn_s": o.summary("write_cpu_per_turn_s"),
         "reload_s": o.summary("reload_s"),
         "reload_s_runs": o.reload_s,
+        "reload_cpu_s": o.summary("reload_cpu_s"),
+        "reload_cpu_s_runs": o.reload_cpu_s,
         "bytes_per_turn": o.median("bytes_per_turn"),
         "settings": o.settings,
         "error": o.error,
@@ -395,6 +424,14 @@ def _chart(outcomes: list[Outcome], path: Path, meta: Meta) -> bool:
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return True
+
+
+def load_average() -> float:
+    """The 1-minute load average (0.0 where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 def _version(package: str) -> str:

@@ -24,7 +24,6 @@ the surface index (DESIGN.md §5). It validates schema, order and integrity.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import anyio
@@ -34,7 +33,7 @@ from benchmarks.workload import append_turn
 from eventlog import open_store
 from eventlog.stores.logstore import LogStore
 
-from ._common import WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, pragma
 
 __all__ = ("EventlogBackground", "EventlogFlushPerTurn")
 
@@ -66,15 +65,14 @@ async def _settings(store: LogStore) -> dict[str, str]:
     return settings
 
 
-async def _reload(path: Path, session_id: str) -> float:
+async def _reload(path: Path, session_id: str) -> Timing:
     async with _store(path) as store:
-        start = time.perf_counter()
-        session = await store.open(session_id)
-        seconds = time.perf_counter() - start
+        with Stopwatch() as watch:
+            session = await store.open(session_id)
         head = session.head
         await session.aclose()
     assert head >= 0, "the session must not be empty"
-    return seconds
+    return watch.timing
 
 
 class EventlogFlushPerTurn:
@@ -92,16 +90,15 @@ class EventlogFlushPerTurn:
     async def _write(self, path: Path, turns: int) -> WriteResult:
         async with _store(path) as store:
             session = await store.create()
-            start = time.perf_counter()
-            for turn in range(1, turns + 1):
-                append_turn(session, turn)
-                await session.flush()
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                for turn in range(1, turns + 1):
+                    append_turn(session, turn)
+                    await session.flush()
             await session.aclose()
             settings = await _settings(store)
-        return WriteResult(seconds, session.id, settings)
+        return WriteResult(watch.timing, session.id, settings)
 
-    def reload(self, path: Path, session_id: str) -> float:
+    def reload(self, path: Path, session_id: str) -> Timing:
         return anyio.run(_reload, path, session_id)
 
     def max_turns(self) -> int | None:
@@ -123,17 +120,16 @@ class EventlogBackground:
     async def _write(self, path: Path, turns: int) -> WriteResult:
         async with _store(path) as store:
             session = await store.create()
-            start = time.perf_counter()
-            for turn in range(1, turns + 1):
-                append_turn(session, turn)
-                await anyio.lowlevel.checkpoint()
-            await session.flush()
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                for turn in range(1, turns + 1):
+                    append_turn(session, turn)
+                    await anyio.lowlevel.checkpoint()
+                await session.flush()
             await session.aclose()
             settings = await _settings(store)
-        return WriteResult(seconds, session.id, settings)
+        return WriteResult(watch.timing, session.id, settings)
 
-    def reload(self, path: Path, session_id: str) -> float:
+    def reload(self, path: Path, session_id: str) -> Timing:
         return anyio.run(_reload, path, session_id)
 
     def max_turns(self) -> int | None:

@@ -20,7 +20,6 @@ against a schema and there is no integrity hash.
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any, cast
@@ -29,7 +28,7 @@ from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.sqlite import SQLiteFactory
 
-from ._common import WriteResult, native_turn, pragma
+from ._common import Stopwatch, Timing, WriteResult, native_turn, pragma
 
 __all__ = ("EventSourcing",)
 
@@ -76,29 +75,27 @@ class EventSourcing:
     def write(self, path: Path, turns: int) -> WriteResult:
         app = _application(path)
         try:
-            start = time.perf_counter()
-            session = AgentSession()
-            for turn in range(1, turns + 1):
-                for type_, data in native_turn(turn):
-                    session.record(type=type_, data=data)
-                app.save(session)
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                session = AgentSession()
+                for turn in range(1, turns + 1):
+                    for type_, data in native_turn(turn):
+                        session.record(type=type_, data=data)
+                    app.save(session)
             settings = _settings(app)
             session_id = str(session.id)
         finally:
             app.close()
-        return WriteResult(seconds, session_id, settings)
+        return WriteResult(watch.timing, session_id, settings)
 
-    def reload(self, path: Path, session_id: str) -> float:
+    def reload(self, path: Path, session_id: str) -> Timing:
         app = _application(path)
         try:
-            start = time.perf_counter()
-            session: AgentSession = app.repository.get(uuid.UUID(session_id))
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                session: AgentSession = app.repository.get(uuid.UUID(session_id))
         finally:
             app.close()
         assert session.history, "the session must not be empty"
-        return seconds
+        return watch.timing
 
     def max_turns(self) -> int | None:
         return None

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from benchmarks.workload import turn_events
 
-from ._common import WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, pragma
 
 __all__ = ("MAX_WRITE_TURNS", "LangGraphAsync", "LangGraphSync", "step_messages")
 
@@ -115,13 +114,12 @@ class LangGraphSync:
         with SqliteSaver.from_conn_string(str(path)) as saver:
             saver.setup()
             chain = _Checkpoints()
-            start = time.perf_counter()
-            for turn in range(1, turns + 1):
-                for added in step_messages(turn):
-                    chain.config = saver.put(*chain.next(added))
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                for turn in range(1, turns + 1):
+                    for added in step_messages(turn):
+                        chain.config = saver.put(*chain.next(added))
             settings = _settings(saver.conn)
-        return WriteResult(seconds, _THREAD, settings)
+        return WriteResult(watch.timing, _THREAD, settings)
 
     def seed(self, path: Path, turns: int) -> str:
         """Write only the final checkpoint of a ``turns``-turn session (what reload reads)."""
@@ -129,14 +127,13 @@ class LangGraphSync:
             saver.put(*_Checkpoints().next(_all_messages(turns)))
         return _THREAD
 
-    def reload(self, path: Path, session_id: str) -> float:
+    def reload(self, path: Path, session_id: str) -> Timing:
         with SqliteSaver.from_conn_string(str(path)) as saver:
             config: RunnableConfig = {"configurable": {"thread_id": session_id}}
-            start = time.perf_counter()
-            loaded = saver.get_tuple(config)
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                loaded = saver.get_tuple(config)
         assert loaded is not None and loaded.checkpoint["channel_values"]["messages"]
-        return seconds
+        return watch.timing
 
     def max_turns(self) -> int | None:
         return MAX_WRITE_TURNS
@@ -158,33 +155,31 @@ class LangGraphAsync:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
             await saver.setup()
             chain = _Checkpoints()
-            start = time.perf_counter()
-            for turn in range(1, turns + 1):
-                for added in step_messages(turn):
-                    chain.config = await saver.aput(*chain.next(added))
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                for turn in range(1, turns + 1):
+                    for added in step_messages(turn):
+                        chain.config = await saver.aput(*chain.next(added))
             settings = {}
             for name in ("journal_mode", "synchronous"):
                 async with saver.conn.execute(f"PRAGMA {name}") as cursor:
                     row = await cursor.fetchone()
                 settings[name] = str(row[0]) if row is not None else "?"
-        return WriteResult(seconds, _THREAD, settings)
+        return WriteResult(watch.timing, _THREAD, settings)
 
     def seed(self, path: Path, turns: int) -> str:
         """Write only the final checkpoint of a ``turns``-turn session (what reload reads)."""
         return LangGraphSync().seed(path, turns)
 
-    def reload(self, path: Path, session_id: str) -> float:
+    def reload(self, path: Path, session_id: str) -> Timing:
         return asyncio.run(self._reload(path, session_id))
 
-    async def _reload(self, path: Path, session_id: str) -> float:
+    async def _reload(self, path: Path, session_id: str) -> Timing:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
             config: RunnableConfig = {"configurable": {"thread_id": session_id}}
-            start = time.perf_counter()
-            loaded = await saver.aget_tuple(config)
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                loaded = await saver.aget_tuple(config)
         assert loaded is not None and loaded.checkpoint["channel_values"]["messages"]
-        return seconds
+        return watch.timing
 
     def max_turns(self) -> int | None:
         return MAX_WRITE_TURNS

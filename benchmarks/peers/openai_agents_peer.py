@@ -19,7 +19,6 @@ does not decode is silently skipped. It validates nothing.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,7 +26,7 @@ from agents import SQLiteSession, TResponseInputItem
 
 from benchmarks.workload import turn_events
 
-from ._common import WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, pragma
 
 __all__ = ("OpenAIAgents", "turn_items")
 
@@ -86,28 +85,26 @@ class OpenAIAgents:
     async def _write(self, path: Path, turns: int) -> WriteResult:
         session = SQLiteSession(_SESSION, path)
         try:
-            start = time.perf_counter()
-            for turn in range(1, turns + 1):
-                await session.add_items(turn_items(turn))
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                for turn in range(1, turns + 1):
+                    await session.add_items(turn_items(turn))
             settings = await asyncio.to_thread(_settings, session)
         finally:
             session.close()
-        return WriteResult(seconds, _SESSION, settings)
+        return WriteResult(watch.timing, _SESSION, settings)
 
-    def reload(self, path: Path, session_id: str) -> float:
+    def reload(self, path: Path, session_id: str) -> Timing:
         return asyncio.run(self._reload(path, session_id))
 
-    async def _reload(self, path: Path, session_id: str) -> float:
+    async def _reload(self, path: Path, session_id: str) -> Timing:
         session = SQLiteSession(session_id, path)
         try:
-            start = time.perf_counter()
-            items = await session.get_items()
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                items = await session.get_items()
         finally:
             session.close()
         assert items, "the session must not be empty"
-        return seconds
+        return watch.timing
 
     def max_turns(self) -> int | None:
         return None

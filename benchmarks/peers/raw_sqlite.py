@@ -21,7 +21,7 @@ import msgspec
 
 from benchmarks.workload import turn_events
 
-from ._common import WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, pragma
 
 __all__ = ("RawSQLite",)
 
@@ -61,40 +61,38 @@ class RawSQLite:
             connection.execute(_SCHEMA)
             encode = msgspec.json.encode
             seq = 0
-            start = time.perf_counter()
-            for turn in range(1, turns + 1):
-                now = time.time_ns() // 1_000_000
-                rows = []
-                for type_, data, _surface in turn_events(turn):
-                    rows.append((_SESSION, seq, type_, now, encode(data)))
-                    seq += 1
-                connection.execute("BEGIN IMMEDIATE")
-                connection.executemany(_INSERT, rows)
-                connection.execute("COMMIT")
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                for turn in range(1, turns + 1):
+                    now = time.time_ns() // 1_000_000
+                    rows = []
+                    for type_, data, _surface in turn_events(turn):
+                        rows.append((_SESSION, seq, type_, now, encode(data)))
+                        seq += 1
+                    connection.execute("BEGIN IMMEDIATE")
+                    connection.executemany(_INSERT, rows)
+                    connection.execute("COMMIT")
             settings = {
                 "journal_mode": pragma(connection, "journal_mode"),
                 "synchronous": pragma(connection, "synchronous"),
             }
         finally:
             connection.close()
-        return WriteResult(seconds, _SESSION, settings)
+        return WriteResult(watch.timing, _SESSION, settings)
 
-    def reload(self, path: Path, session_id: str) -> float:
+    def reload(self, path: Path, session_id: str) -> Timing:
         connection = _connect(path)
         try:
             decode = msgspec.json.decode
-            start = time.perf_counter()
-            rows = connection.execute(
-                "SELECT seq, type, data FROM events WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-            events = [(seq, type_, decode(data)) for seq, type_, data in rows]
-            seconds = time.perf_counter() - start
+            with Stopwatch() as watch:
+                rows = connection.execute(
+                    "SELECT seq, type, data FROM events WHERE session_id = ? ORDER BY seq",
+                    (session_id,),
+                ).fetchall()
+                events = [(seq, type_, decode(data)) for seq, type_, data in rows]
         finally:
             connection.close()
         assert events, "the session must not be empty"
-        return seconds
+        return watch.timing
 
     def max_turns(self) -> int | None:
         return None
