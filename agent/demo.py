@@ -219,8 +219,9 @@ def _fates(session: Session) -> list[str]:
             fate = f"{result.error.code} ({result.error.name})"
         else:
             fate = "ok: " + _short(result.message.tool_results[0].content, 40)
+        seqs = f"call@{call.call} result@{call.result}"
         lines.append(
-            f"  turn {call.turn} step {call.step}  {call.name:<10} #{call.call_id:<14} {fate}"
+            f"  {call.turn}.{call.step}  {call.name:<10} #{call.call_id:<14} {seqs:<20} {fate}"
         )
     return lines
 
@@ -243,7 +244,7 @@ async def report(workdir: Path, killed: str) -> None:
             for event in session.events():
                 indent = "" if event.type.startswith(("turn/", "agent/")) else "    "
                 print(f"{event.seq:>4}  {indent}{event.type:<22}{_describe(event)}")
-            print("\n== Each tool call and its fate ==")
+            print("\n== Each tool call and its fate (turn.step, tool, id, seqs, fate) ==")
             print("\n".join(_fates(session)))
             print(f"\n== The crash ==\n  {killed}")
             print("\n== What the model saw after recovery (its next request, last messages) ==")
@@ -267,6 +268,10 @@ def main() -> None:
         project.mkdir()
         (project / "ledger.py").write_text(LEDGER)
         (project / "test_ledger.py").write_text(TEST)
+        print(
+            "demo: a scripted coding agent fixes a money comparison; its process is killed\n"
+            "      with SIGKILL while the tests run, and a new process resumes the session."
+        )
         print(f"demo: project and sessions.db in {workdir}")
         first = _spawn("run", workdir)
         _kill_when_tests_run(first, project / STARTED)
@@ -275,7 +280,7 @@ def main() -> None:
         second = _spawn("resume", workdir)
         if second.wait() != 0:
             raise SystemExit(f"demo: the resuming process failed ({second.returncode})")
-        print("demo: a new process resumed the session and finished the turn")
+        print("demo: a new process resumed the session and finished the work")
         anyio.run(report, workdir, killed)
 
 

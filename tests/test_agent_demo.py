@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+FATE = re.compile(r"#(\S+)\s+call@(\d+) result@(\d+)\s+(.*)")
 
 
 def test_the_demo_tells_the_whole_story() -> None:
@@ -25,9 +27,14 @@ def test_the_demo_tells_the_whole_story() -> None:
     assert "#test-1 [TOOL_OUTCOME_UNKNOWN] (written by recovery)" in out
     assert "turn 1 ended: interrupted" in out
     # The model verified the file before rerunning the test, then finished.
-    assert "run_tests  #test-1         TOOL_OUTCOME_UNKNOWN (ToolOutcomeUnknownError)" in out
-    assert "read_file  #verify-ledger  ok" in out
-    assert "run_tests  #test-2         ok: 1 passed" in out
+    fates = {m[1]: (int(m[2]), int(m[3]), m[4]) for m in FATE.finditer(out)}
+    assert fates["test-1"][2].startswith("TOOL_OUTCOME_UNKNOWN")
+    assert fates["verify-ledger"][2].startswith("ok: def same_amount")
+    assert fates["test-2"][2] == "ok: 1 passed"
+    # The two reads ran in parallel: both calls were logged before either result.
+    assert max(fates["read-ledger"][0], fates["read-test"][0]) < min(
+        fates["read-ledger"][1], fates["read-test"][1]
+    )
     assert "may or may not have run" in out
     assert "model: Fixed: same_amount now compares whole cents. Tests: 1 passed." in out
     assert "ledger.py now: return round(a * 100) == round(b * 100)" in out
