@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from eventlog import TurnStart, open_store
+from eventlog import TurnEnd, TurnStart, open_store
 from tests.conftest import SOAK
 
 CHILDREN = Path(__file__).parent / "sqlite_children"
@@ -76,6 +77,32 @@ async def test_two_processes_opening_one_session_exactly_one_wins(tmp_path: Path
         assert child.returncode == 0
     async with open_store(f"sqlite:///{path}") as store:
         assert [e.seq async for e in store.read("s")] == [0, 1, 2, 3, 4]
+
+
+async def test_a_stale_writer_in_another_process_gets_a_conflict(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with open_store(f"sqlite:///{path}") as store:
+        session = await store.create(session_id="s")
+        session.append("turn/start", TurnStart(turn=1))
+        await session.aclose()
+        # The child opens the session and stops; its lease is lost (as after an expiry).
+        child = spawn("writer.py", path, "s", "stale")
+        assert read_line(child) == "opened"
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE sessions SET writer = NULL")
+        db.close()
+        # This process takes the session and moves the stored log on.
+        winner = await store.open("s")
+        winner.append("turn/end", TurnEnd(turn=1, reason="completed"))
+        await winner.flush()
+        # The child, still behind at head 0, is refused and writes nothing.
+        out, err = child.communicate("go\n")
+        assert child.returncode == 0, err
+        assert out.strip() == (
+            "conflict session 's', seq 1: another writer advanced the stored log past seq 0; "
+            "this session is fenced"
+        )
+        assert [e.type async for e in store.read("s")] == ["turn/start", "turn/end"]
 
 
 async def test_eight_processes_write_eight_sessions_into_one_file(tmp_path: Path) -> None:

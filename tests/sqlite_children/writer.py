@@ -10,6 +10,8 @@
 - ``load SECONDS``: create SESSION and append-and-flush turns for SECONDS; print
   ``done HEAD`` after the store is closed, or ``error TYPE: MESSAGE``.
 - ``turns COUNT``: open SESSION, append and flush COUNT turns one by one, print ``done HEAD``.
+- ``stale``: open SESSION, print ``opened``, wait for a line on stdin, then append a turn and
+  flush; print ``flushed HEAD`` or ``conflict MESSAGE``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import anyio
 
 from eventlog import (
     APPEND,
+    ConflictError,
     EventLogError,
     Message,
     Session,
@@ -98,6 +101,19 @@ async def turns(store: LogStore, session_id: str, count: int) -> int:
     return session.head
 
 
+async def stale(store: LogStore, session_id: str) -> None:
+    session = await store.open(session_id)
+    say("opened")
+    await anyio.to_thread.run_sync(sys.stdin.readline)
+    append_turn(session)
+    try:
+        await session.flush()
+    except ConflictError as exc:
+        say(f"conflict {exc.message}")
+        return
+    say(f"flushed {session.durable}")
+
+
 async def main(*argv: str) -> None:
     path, session_id, mode, arg = (*argv, "")[:4]
     url = f"sqlite:///{path}"
@@ -109,6 +125,8 @@ async def main(*argv: str) -> None:
                 await race(store, session_id, arg)
             elif mode == "load":
                 head = await load(store, session_id, float(arg))
+            elif mode == "stale":
+                await stale(store, session_id)
             elif mode == "turns":
                 head = await turns(store, session_id, int(arg))
             else:
