@@ -167,6 +167,27 @@ async def test_two_hosts_opening_one_session_exactly_one_wins(
     assert await _turns(schema, "s") == [1, 2, 3, 4]
 
 
+async def test_four_hosts_writing_four_sessions_at_once_lose_nothing(
+    schema: str, children: list[Child]
+) -> None:
+    ids = [f"s{i}" for i in range(4)]
+    for sid in ids:
+        await _create(schema, sid)
+    hosts = [await _host(children, schema, sid) for sid in ids]
+    for host in hosts:
+        assert await host.ask("open") == "opened -1"
+    # Every host sends its next turn before any answer is read: the rounds overlap.
+    for turn in range(1, 9):
+        for host in hosts:
+            await host.send(f"turn {turn}")
+        for host in hosts:
+            assert await host.line() == f"flushed {turn * 6 - 1}"
+    for host in hosts:
+        assert await host.ask("close") == "closed"
+    for sid in ids:
+        assert await _turns(schema, sid) == list(range(1, 9))
+
+
 async def test_a_host_killed_mid_turn_is_taken_over_after_its_lease_expires(
     schema: str, children: list[Child]
 ) -> None:

@@ -335,6 +335,33 @@ async def test_follow_survives_the_loss_of_the_listen_connection(schema: str, si
         assert seen == list(range(10))
 
 
+async def test_follow_survives_the_loss_of_the_writers_notify_connection(
+    schema: str, side: Any
+) -> None:
+    async with _store(schema) as writer, _store(schema) as reader:
+        session = await writer.create(session_id="s")
+        notifier = _backend(writer)._notifier
+        seen: list[int] = []
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_follow, reader, "s", 9, seen)
+                for i in range(5):
+                    _user(session, f"m{i}")
+                await session.flush()
+
+                async def caught_up() -> bool:
+                    return len(seen) == 5 and notifier._conn is not None
+
+                await _wait_until(caught_up, "the follower saw the first events")
+                await side.fetchval(
+                    "SELECT pg_terminate_backend($1)", notifier._conn.get_server_pid()
+                )
+                for i in range(5, 10):
+                    _user(session, f"m{i}")
+                await session.flush()
+        assert seen == list(range(10))
+
+
 async def test_a_follower_learns_that_its_session_was_deleted(schema: str) -> None:
     async with _store(schema) as writer, _store(schema) as reader:
         session = await writer.create(session_id="s")
