@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
+from anyio.abc import TaskStatus
 
 from eventlog import (
     APPEND,
     AssistantAttempt,
     AssistantMessage,
+    Event,
     EventLogError,
     Message,
     Session,
@@ -240,6 +242,30 @@ class Agent:
             if outcome.reason == "aborted":
                 break
         return outcomes
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run turns whenever waking input arrives, until cancelled (start it in a task group:
+        ``await task_group.start(agent.serve)``).
+
+        Any submission wakes it, whoever made it (:meth:`followup`, :func:`agent.prompt` from a
+        request handler, ...): it watches the session's ``agent/inbox/spliced`` events.
+        """
+        wake = anyio.Event()
+
+        def watch(event: Event) -> None:
+            if event.type == "agent/inbox/spliced" and any(i.wake for i in event.data.inserted):
+                wake.set()
+
+        unsubscribe = self.session.subscribe(watch)
+        task_status.started()
+        try:
+            while True:
+                wake = anyio.Event()
+                if not inbox(self.session).wakes:
+                    await wake.wait()
+                await self.run_until_idle()
+        finally:
+            unsubscribe()
 
     async def run_turn(self) -> TurnOutcome:
         """Run one turn with what the inbox holds (a turn with an empty inbox is allowed).

@@ -563,3 +563,31 @@ async def test_manual_compaction_through_the_agent_needs_it_idle(session: Sessio
         with pytest.raises(AgentBusyError, match="cannot compact while a turn is running"):
             await agent.compact(nodes[0], nodes[1], summarize)
         release.set()
+
+
+async def test_serve_runs_a_turn_for_every_waking_submission(session: Session) -> None:
+    model = ScriptedModel([Response(text="one"), Response(text="two"), Response(text="three")])
+    agent = Agent(session, model)
+    ended: list[anyio.Event] = [anyio.Event() for _ in range(3)]
+
+    def on_event(event: Event) -> None:
+        if event.type == "turn/end":
+            ended[event.data.turn - 1].set()
+
+    session.subscribe(on_event)
+    async with anyio.create_task_group() as tg:
+        await tg.start(agent.serve)
+        agent.followup("first")
+        await ended[0].wait()
+        agent.inject("context only: no turn")
+        await prompt(session, "second, from a request handler", request_id="h-1")
+        await ended[1].wait()
+        agent.steer("third")
+        await ended[2].wait()
+        tg.cancel_scope.cancel()
+    assert [m.text for m in model.requests[1].messages][-2:] == [
+        "context only: no turn",
+        "second, from a request handler",
+    ]
+    assert len(_of(session, "turn/end")) == 3
+    check_invariants(session)
