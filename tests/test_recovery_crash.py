@@ -24,7 +24,7 @@ import pytest
 
 from eventlog import SessionNotFoundError, open_store
 from eventlog.stores import LogStore
-from recovery import repair
+from recovery import TOOL_NOT_STARTED, repair
 from recovery.testing import check_invariants, random_run
 from tests.conftest import SOAK
 
@@ -148,6 +148,16 @@ async def verify(
             kept = [(e.type, e.data, e.surface, e.sources) for e in session.events()]
             assert kept == planned[: len(kept)], f"{session_id}: stored log is not the run"
         report = await repair(session)
+        if seed is not None:
+            # A body may run once its tool/call is flushed: it is never "not started".
+            may_have_run = {
+                e.data.call_id for e in run.events[: flushed + 1] if e.type == "tool/call"
+            }
+            for seq in report.appended:
+                data = session.events()[seq].data
+                if getattr(data, "error", None) is not None and data.error.code == TOOL_NOT_STARTED:
+                    call_id = data.message.content[0].call_id
+                    assert call_id not in may_have_run, f"{session_id}: {call_id} may have run"
         tally.repaired += bool(report.appended)
         for dangling in report.diagnosis.dangling:
             tally.classes[dangling.kind] = tally.classes.get(dangling.kind, 0) + 1
