@@ -131,10 +131,17 @@ class Assembler:
 
     def _message(self, *, keep_calls: bool) -> Message | None:
         parts: list[Part] = []
+        ids: set[str] = set()
         for n, block in enumerate(self._blocks):
             if isinstance(block, _Call):
                 if keep_calls:
-                    parts.append(block.part(f"{self.message_id}-call-{n}"))
+                    part = block.part(f"{self.message_id}-call-{n}")
+                    if part.id in ids:  # a provider repeated an id: results must stay paired
+                        part = ToolCallPart(
+                            id=f"{part.id}-{n}", name=part.name, arguments=part.arguments
+                        )
+                    ids.add(part.id)
+                    parts.append(part)
             elif block.visible():
                 parts.append(block.part())
         if not any(_visible(part) for part in parts):

@@ -37,12 +37,13 @@ from eventlog import (
     ToolResult,
 )
 
-from .tools import Tool, ToolArgumentsError, Toolbox, ToolContext, ToolOutput
+from .tools import Tool, Toolbox, ToolContext, ToolOutput
 
 __all__ = (
     "ABORTED_BEFORE_DISPATCH",
     "CHECKPOINT_FAILED",
     "INVALID_ARGUMENTS",
+    "OUTPUT_TOO_LARGE",
     "TOOL_ERROR",
     "TOOL_FAILED",
     "UNKNOWN_TOOL",
@@ -59,6 +60,10 @@ INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
 TOOL_FAILED = "TOOL_FAILED"
 TOOL_ERROR = "TOOL_ERROR"
 CHECKPOINT_FAILED = "CHECKPOINT_FAILED"
+OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
+
+# Room left for the rest of a result event around the tool's content.
+_ENVELOPE_ROOM = 64 * 1024
 
 _ABORTED_TEXT = (
     "tool call aborted before dispatch: the run was cancelled before this call started; "
@@ -194,7 +199,7 @@ class ToolExecutor:
             )
         try:
             return tool, tool.decode(call.arguments)
-        except ToolArgumentsError as exc:
+        except ValueError as exc:  # ToolArgumentsError, or a decoder's own ValueError
             return _error_output(str(exc), "ToolArgumentsError", INVALID_ARGUMENTS)
 
     @staticmethod
@@ -236,6 +241,7 @@ class ToolExecutor:
         except Exception as exc:
             logger.info("agent: tool %r (call %s) raised %r", call.name, call.id, exc)
             settled = _error_output(f"{type(exc).__name__}: {exc}", type(exc).__name__, TOOL_FAILED)
+        settled = self._bounded(settled)
         try:
             if index != self._committed:
                 settled = await self._make_durable(index, settled)
@@ -243,6 +249,17 @@ class ToolExecutor:
         finally:
             self._in_flight -= 1
             self._changed.set()
+
+    def _bounded(self, settled: _Settled) -> _Settled:
+        """An output too large for one event becomes an error result (the log refuses it)."""
+        size = len(settled.content.encode())
+        if size <= self.session.max_event_bytes - _ENVELOPE_ROOM:
+            return settled
+        text = (
+            f"the tool output was {size} bytes, over the session's limit of "
+            f"{self.session.max_event_bytes} bytes per event; it was dropped"
+        )
+        return _error_output(text, "OutputTooLargeError", OUTPUT_TOO_LARGE)
 
     async def _make_durable(self, index: int, settled: _Settled) -> _Settled:
         """An earlier call is still running: record this result as ``tool/outcome`` now."""

@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 from agent import (
     ABORTED_BEFORE_DISPATCH,
     INVALID_ARGUMENTS,
+    OUTPUT_TOO_LARGE,
     TOOL_FAILED,
     UNKNOWN_TOOL,
     ExecutionReport,
     Toolbox,
     ToolExecutor,
+    tool,
 )
 from eventlog import (
     APPEND,
@@ -27,6 +29,7 @@ from eventlog import (
     Session,
     StepStart,
     ToolCallPart,
+    ToolError,
     TurnStart,
     open_store,
 )
@@ -314,3 +317,19 @@ def test_order_cap_and_exclusivity_always_hold(plans: list[_Plan], cap: int) -> 
             assert timeline(session).findings == ()
 
     anyio.run(scenario)
+
+
+async def test_an_output_too_large_for_the_log_becomes_an_error_result() -> None:
+    @tool
+    def huge() -> str:
+        return "x" * 200_000
+
+    async with open_store("memory:", max_event_bytes=100_000) as store:
+        session = await store.create()
+        await _run(session, Toolbox([huge]), _calls(("huge", "{}")))
+        (result,) = _of(session, "tool/result")
+        assert result.data.error == ToolError(name="OutputTooLargeError", code=OUTPUT_TOO_LARGE)
+        assert result.data.message.tool_results[0].content == (
+            "the tool output was 200000 bytes, over the session's limit of 100000 bytes per "
+            "event; it was dropped"
+        )

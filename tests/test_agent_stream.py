@@ -150,3 +150,13 @@ async def test_the_scripted_model_fails_holds_and_runs_out() -> None:
     assert held == [TextDelta(text="x"), TextDelta(text="y"), Finish(kind="stop")]
     with pytest.raises(ModelError, match="no response left for request 3"):
         await _collect(model, request)
+
+
+def test_a_repeated_call_id_is_made_unique() -> None:
+    chunks: list[Chunk] = [
+        ToolCallDelta(index=0, id="dup", name="read", arguments="{}"),
+        ToolCallDelta(index=1, id="dup", name="read", arguments="{}"),
+        Finish(kind="tool-calls"),
+    ]
+    calls = _assemble(chunks).settle().tool_calls
+    assert [c.id for c in calls] == ["dup", "dup-1"]
