@@ -4,6 +4,7 @@ server, killed with SIGKILL or paused with SIGSTOP, and a follower in another pr
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -19,6 +20,7 @@ import recovery
 from eventlog import (
     APPEND,
     Message,
+    Session,
     SessionBusyError,
     StepEnd,
     StepStart,
@@ -29,6 +31,7 @@ from eventlog import (
 )
 from eventlog.stores import LogStore
 from recovery.testing import check_invariants
+from tests.conftest import SOAK
 from tests.pg_children.server import fresh_schema, raw_connection, store_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
@@ -66,6 +69,16 @@ class Child:
     async def send(self, command: str) -> None:
         assert self.process.stdin is not None
         await self.process.stdin.send(command.encode() + b"\n")
+
+    async def rest(self) -> list[str]:
+        """Every line still to come until the process's output ends."""
+        lines = []
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    lines.append((await self._out.receive_until(b"\n", 1 << 16)).decode())
+                except (anyio.EndOfStream, anyio.IncompleteRead):
+                    return lines
 
     async def ask(self, command: str) -> str:
         await self.send(command)
@@ -201,13 +214,7 @@ async def test_a_host_killed_mid_turn_is_taken_over_after_its_lease_expires(
     expiry = await _lease_until(schema, "s")
     async with _store(schema) as store:
         # The dead host's lease holds until it expires; then this host takes over.
-        with anyio.fail_after(30):
-            while True:
-                try:
-                    session = await store.open("s")
-                    break
-                except SessionBusyError:
-                    await anyio.sleep(0.05)
+        session = await _take_over(store, "s")
         assert await _server_clock_passed(expiry)
         # Nothing the dead host flushed is lost.
         assert (session.head, session.durable) == (10, 10)
@@ -230,6 +237,39 @@ async def test_a_host_killed_mid_turn_is_taken_over_after_its_lease_expires(
     assert await _turns(schema, "s") == [1, 2, 3]
 
 
+async def _take_over(store: LogStore, session_id: str) -> Session:
+    """Open ``session_id`` as soon as the lease of its dead host has run out."""
+    with anyio.fail_after(30):
+        while True:
+            try:
+                return await store.open(session_id)
+            except SessionBusyError:
+                await anyio.sleep(0.05)
+
+
+async def test_hosts_killed_at_random_points_lose_nothing_they_flushed(
+    schema: str, children: list[Child]
+) -> None:
+    await _create(schema, "s")
+    chance = random.Random()
+    for kill in range(15 if SOAK else 2):
+        host = await _host(children, schema, "s")
+        assert (await host.ask("open")).startswith("opened ")
+        # Let it run for a random number of flushes, then kill it wherever it is.
+        await host.send("loop")
+        reported = [await host.line() for _ in range(chance.randint(1, 12))]
+        host.signal(signal.SIGKILL)
+        reported += await host.rest()
+        await host.kill()
+        flushed = max(int(line.split()[1]) for line in reported if line.startswith("flushed"))
+        async with _store(schema) as store:
+            session = await _take_over(store, "s")
+            assert session.durable >= flushed, f"kill {kill}: lost flushed events"
+            await recovery.repair(session)
+            check_invariants(session)
+            await session.aclose()
+
+
 async def test_a_paused_host_is_fenced_once_another_took_over(
     schema: str, children: list[Child]
 ) -> None:
@@ -240,13 +280,7 @@ async def test_a_paused_host_is_fenced_once_another_took_over(
     # The host freezes (a long GC pause, a suspended VM) and stops renewing its lease.
     host.signal(signal.SIGSTOP)
     async with _store(schema) as store:
-        with anyio.fail_after(30):
-            while True:
-                try:
-                    session = await store.open("s")
-                    break
-                except SessionBusyError:
-                    await anyio.sleep(0.05)
+        session = await _take_over(store, "s")
         session.append("turn/start", TurnStart(turn=2))
         session.append("turn/end", TurnEnd(turn=2, reason="completed"))
         await session.flush()

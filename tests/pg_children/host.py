@@ -7,6 +7,9 @@ store is open, then answers each command with one line:
 - ``turn N`` -> a whole turn ``N`` appended and flushed -> ``flushed DURABLE`` or ``conflict``
 - ``partial N`` -> turn ``N`` cut mid-step: an assistant message proposing two tool calls and
   the ``tool/call`` of the first, flushed -> ``flushed DURABLE``
+- ``loop`` -> turns after the last stored one, forever, flushing at the agent's checkpoints
+  (before the model request, after ``tool/call``, at step end) and printing ``flushed DURABLE``
+  after each flush, until the process is killed
 - ``close`` -> ``closed``; ``exit`` -> the store closes and the process ends.
 """
 
@@ -27,6 +30,7 @@ from eventlog import (
     StepStart,
     ToolCall,
     ToolCallPart,
+    ToolResult,
     TurnEnd,
     TurnStart,
     UserMessage,
@@ -73,6 +77,40 @@ def _partial(session: Session, turn: int) -> None:
     )
 
 
+async def _flush(session: Session) -> None:
+    await session.flush()
+    print(f"flushed {session.durable}", flush=True)
+
+
+async def _loop(session: Session) -> None:
+    turn = 1 + max((e.data.turn for e in session.events() if e.type == "turn/start"), default=0)
+    while True:
+        session.append("turn/start", TurnStart(turn=turn))
+        session.append(
+            "user/message", UserMessage(message=Message.user(f"turn {turn}")), surface=APPEND
+        )
+        session.append("step/start", StepStart(turn=turn, step=1))
+        await _flush(session)  # before the model request
+        call = ToolCallPart(id=f"call-{turn}", name="read_file", arguments='{"path": "a.py"}')
+        proposal = Message.assistant("reading", tool_calls=(call,))
+        session.append(
+            "assistant/message",
+            AssistantMessage(turn=turn, step=1, message=proposal, finish="tool-calls"),
+            surface=APPEND,
+        )
+        session.append(
+            "tool/call",
+            ToolCall(turn=turn, step=1, call_id=call.id, name=call.name, arguments=call.arguments),
+        )
+        await _flush(session)  # before the tool body runs
+        result = Message.tool_result(call.id, "print('a')")
+        session.append("tool/result", ToolResult(turn=turn, step=1, message=result), surface=APPEND)
+        session.append("step/end", StepEnd(turn=turn, step=1))
+        await _flush(session)  # at step end
+        session.append("turn/end", TurnEnd(turn=turn, reason="completed"))
+        turn += 1
+
+
 async def main(url: str, session_id: str, lease_ttl: float) -> None:
     async with open_store(url, lease_ttl=lease_ttl) as store:
         print("ready", flush=True)
@@ -98,6 +136,9 @@ async def main(url: str, session_id: str, lease_ttl: float) -> None:
                     print("conflict", flush=True)
                     continue
                 print(f"flushed {session.durable}", flush=True)
+            elif command == "loop":
+                assert session is not None
+                await _loop(session)
             elif command == "close":
                 assert session is not None
                 await session.aclose()
