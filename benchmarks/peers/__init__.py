@@ -6,7 +6,9 @@ reloads the session through its own load path. For each session length T the pee
 alternating order (the order rotates from run to run, so none always runs on a cold or a warm
 machine), each run on a new database. Reported per peer and T: workload events per second
 (T × 18 / write seconds; median and min–max), the ratio to raw sqlite3, the reload time of the
-session, and database bytes per turn. One table is printed; the same figures go to
+session, and database bytes per turn. Then, because group commit only shows when sessions
+share a file, 8 sessions of 125 turns are written at once (one task or thread each) and the
+total throughput is reported the same way. One table is printed; the same figures go to
 ``benchmarks/results/peers.json``, ``peers.md`` and the chart ``peers.png`` (``peers-quick.*``
 for ``--quick``).
 
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._common import EVENTS_PER_TURN, Peer, Seedable, database_bytes
+from ._common import EVENTS_PER_TURN, Concurrent, Peer, Seedable, database_bytes
 from ._report import Meta, Outcome, PeerInfo, load_average, report
 
 __all__ = ("main",)
@@ -51,6 +53,9 @@ PEERS: tuple[tuple[str, str, str], ...] = (
 #: Session lengths and runs per length.
 FULL = ((100, 5), (1_000, 5), (3_000, 3))
 QUICK = ((30, 2), (100, 2))
+#: Sessions written at once into one file, turns each, runs.
+CONCURRENT_FULL = (8, 125, 3)
+CONCURRENT_QUICK = (4, 20, 2)
 WARM_UP_TURNS = 5
 
 
@@ -92,6 +97,14 @@ def main(quick: bool = False) -> None:
                         continue
                     cell = cells.setdefault((entry.info.name, turns), _Cell())
                     _measure(entry.peer, root, turns, cell, run)
+        sessions, per_session, runs = CONCURRENT_QUICK if quick else CONCURRENT_FULL
+        print(f"{sessions} concurrent sessions × {per_session:,} turns, {runs} runs …", flush=True)
+        for run in range(runs):
+            shift = run % len(loaded)
+            for entry in loaded[shift:] + loaded[:shift]:
+                if entry.peer is not None:
+                    cell = cells.setdefault((entry.info.name, -1), _Cell())
+                    _measure_concurrent(entry.peer, root, sessions, per_session, cell, run)
     meta = Meta.now(
         quick=quick,
         lengths=[(turns, runs) for turns, runs in lengths],
@@ -102,6 +115,10 @@ def main(quick: bool = False) -> None:
     outcomes = [
         _outcome(entry.info, turns, cells.get((entry.info.name, turns)))
         for turns, _runs in lengths
+        for entry in loaded
+    ]
+    outcomes += [
+        _outcome(entry.info, per_session, cells.get((entry.info.name, -1)), sessions=sessions)
         for entry in loaded
     ]
     report(meta, [entry.info for entry in loaded], outcomes)
@@ -154,22 +171,48 @@ def _measure(peer: Peer, root: Path, turns: int, cell: _Cell, run: int) -> None:
             leftover.unlink()
 
 
-def _outcome(info: PeerInfo, turns: int, cell: _Cell | None) -> Outcome:
+def _measure_concurrent(
+    peer: Peer, root: Path, sessions: int, turns: int, cell: _Cell, run: int
+) -> None:
+    """One run of ``sessions`` sessions of ``turns`` turns written at once into one file."""
+    if cell.error or cell.note:
+        return
+    if not isinstance(peer, Concurrent):
+        limit = peer.max_turns()
+        cell.note = "not run" + (" (storage grows as T² per session)" if limit else "")
+        return
+    path = root / f"{type(peer).__name__}-concurrent-{run}.db"
+    try:
+        gc.collect()
+        timing = peer.write_concurrent(path, sessions, turns)
+        cell.write_seconds.append(timing.wall)
+        cell.write_cpu_seconds.append(timing.cpu)
+        cell.db_bytes.append(database_bytes(path))
+    except Exception as exc:  # a failing peer is reported, not dropped
+        cell.error = f"failed: {type(exc).__name__}: {exc}"[:300]
+    finally:
+        for leftover in root.iterdir():
+            leftover.unlink()
+
+
+def _outcome(info: PeerInfo, turns: int, cell: _Cell | None, *, sessions: int = 1) -> Outcome:
     if cell is None:
-        return Outcome(info.name, turns, error=info.error or "not run")
-    events_per_s = [turns * EVENTS_PER_TURN / s for s in cell.write_seconds]
-    bytes_per_turn = [b / turns for b in cell.db_bytes]
-    cpu_per_turn = [s / turns for s in cell.write_cpu_seconds]
+        return Outcome(info.name, turns, sessions=sessions, error=info.error or "not run")
+    total = sessions * turns
+    events_per_s = [total * EVENTS_PER_TURN / s for s in cell.write_seconds]
+    bytes_per_turn = [b / total for b in cell.db_bytes]
+    cpu_per_turn = [s / total for s in cell.write_cpu_seconds]
     settings: dict[str, Any] = dict(cell.settings)
     note = cell.note
     comparable = settings.get("journal_mode") == "wal" and settings.get("synchronous") in ("2", "3")
     if settings and not comparable:
         note = f"NOT durable like the others: {settings}; {note}".rstrip("; ")
-    elif cell.write_seconds and not settings:
+    elif cell.write_seconds and not settings and sessions == 1:
         note = f"durability settings not read back; {note}".rstrip("; ")
     return Outcome(
         info.name,
         turns,
+        sessions=sessions,
         events_per_s=events_per_s,
         write_cpu_per_turn_s=cpu_per_turn,
         reload_s=cell.reload_seconds,

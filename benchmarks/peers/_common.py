@@ -22,6 +22,7 @@ import msgspec
 from benchmarks.workload import EVENTS_PER_TURN, turn_events
 
 __all__ = (
+    "Concurrent",
     "EVENTS_PER_TURN",
     "NativeEvent",
     "Peer",
@@ -102,6 +103,15 @@ class Peer(Protocol):
 
     def max_turns(self) -> int | None:
         """The longest session this peer can write within the time budget, or None for any."""
+        ...
+
+
+@runtime_checkable
+class Concurrent(Protocol):
+    """A peer that can write several sessions into one file at the same time."""
+
+    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        """Write ``sessions`` sessions of ``turns`` turns at once, each durable every turn."""
         ...
 
 

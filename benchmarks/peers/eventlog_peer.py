@@ -16,6 +16,9 @@ Two ways of making a session durable, measured as two rows:
   about ``write_delay`` of its commit rather than at the end of its turn: a weaker guarantee
   than the other rows, shown separately for that reason.
 
+Concurrent sessions: one task per session, all in one store, so each writer round commits
+every session's pending turns in one transaction and one fsync (group commit).
+
 Load path: ``store.open(session_id)`` on a freshly opened store reads the session's rows,
 verifies the blake2b hash chain, decodes every payload against its registered type and rebuilds
 the surface index (DESIGN.md §5). It validates schema, order and integrity.
@@ -24,13 +27,14 @@ the surface index (DESIGN.md §5). It validates schema, order and integrity.
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import anyio
 import anyio.lowlevel
 
 from benchmarks.workload import append_turn
-from eventlog import open_store
+from eventlog import Session, open_store
 from eventlog.stores.logstore import LogStore
 
 from ._common import Stopwatch, Timing, WriteResult, pragma
@@ -75,6 +79,29 @@ async def _reload(path: Path, session_id: str) -> Timing:
     return watch.timing
 
 
+async def _write_concurrent(path: Path, sessions: int, turns: int, *, flush: bool) -> Timing:
+    """``sessions`` tasks, one per session, sharing one store and so its group commit."""
+    async with _store(path) as store:
+        opened = [await store.create() for _ in range(sessions)]
+
+        async def work(session: Session) -> None:
+            for turn in range(1, turns + 1):
+                append_turn(session, turn)
+                if flush:
+                    await session.flush()
+                else:
+                    await anyio.lowlevel.checkpoint()
+            await session.flush()
+
+        with Stopwatch() as watch:
+            async with anyio.create_task_group() as group:
+                for session in opened:
+                    group.start_soon(work, session)
+        for session in opened:
+            await session.aclose()
+    return watch.timing
+
+
 class EventlogFlushPerTurn:
     """eventlog, ``power-loss`` durability, ``await session.flush()`` after every turn."""
 
@@ -83,6 +110,7 @@ class EventlogFlushPerTurn:
     durability = "power-loss (WAL, synchronous=FULL), one flush per turn"
     validates = "schema, order, hash chain"
     validating = True
+    _flush = True
 
     def write(self, path: Path, turns: int) -> WriteResult:
         return anyio.run(self._write, path, turns)
@@ -101,6 +129,9 @@ class EventlogFlushPerTurn:
     def reload(self, path: Path, session_id: str) -> Timing:
         return anyio.run(_reload, path, session_id)
 
+    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        return anyio.run(partial(_write_concurrent, path, sessions, turns, flush=self._flush))
+
     def max_turns(self) -> int | None:
         return None
 
@@ -113,6 +144,7 @@ class EventlogBackground:
     durability = "power-loss (WAL, synchronous=FULL), writer drains every 10 ms, flush at end"
     validates = "schema, order, hash chain"
     validating = True
+    _flush = False
 
     def write(self, path: Path, turns: int) -> WriteResult:
         return anyio.run(self._write, path, turns)
@@ -131,6 +163,9 @@ class EventlogBackground:
 
     def reload(self, path: Path, session_id: str) -> Timing:
         return anyio.run(_reload, path, session_id)
+
+    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        return anyio.run(partial(_write_concurrent, path, sessions, turns, flush=self._flush))
 
     def max_turns(self) -> int | None:
         return None

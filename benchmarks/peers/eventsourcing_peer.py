@@ -12,6 +12,9 @@ on WAL and leaves ``synchronous`` at SQLite's default, which on this build is FU
 the library's own pooled connection after the run and reported), so each ``save`` fsyncs the
 write-ahead log before returning.
 
+Concurrent sessions: one thread and one aggregate per session sharing one application (its
+connection pool); SQLite's write lock serializes the saves, each its own commit.
+
 Load path: ``app.repository.get(id)`` selects the aggregate's stored events, decodes them and
 replays them through the aggregate. It validates order (each event's ``originator_version`` must
 follow the aggregate's version, else ``OriginatorVersionError``); payloads are not checked
@@ -20,7 +23,9 @@ against a schema and there is no integrity hash.
 
 from __future__ import annotations
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -95,6 +100,30 @@ class EventSourcing:
         finally:
             app.close()
         assert session.history, "the session must not be empty"
+        return watch.timing
+
+    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        """One thread and one aggregate per session, sharing one application."""
+        app = _application(path)
+        start = threading.Barrier(sessions + 1, timeout=120)
+
+        def work() -> None:
+            session = AgentSession()
+            start.wait()
+            for turn in range(1, turns + 1):
+                for type_, data in native_turn(turn):
+                    session.record(type=type_, data=data)
+                app.save(session)
+
+        try:
+            with ThreadPoolExecutor(sessions) as pool:
+                futures = [pool.submit(work) for _ in range(sessions)]
+                with Stopwatch() as watch:
+                    start.wait()
+                    for future in futures:
+                        future.result()
+        finally:
+            app.close()
         return watch.timing
 
     def max_turns(self) -> int | None:

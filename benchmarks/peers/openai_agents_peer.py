@@ -12,6 +12,9 @@ Durability: the SDK enables WAL and leaves ``synchronous`` at SQLite's default, 
 build (read back from the SDK's own connection after the run and reported); each ``add_items``
 commits, so every turn is fsynced before it returns.
 
+Concurrent sessions: one ``SQLiteSession`` and one asyncio task per session on the same file;
+the SDK serializes writes to a file with a process-wide lock, each ``add_items`` its own commit.
+
 Load path: ``get_items()`` selects the session's rows and ``json.loads`` each one; a row that
 does not decode is silently skipped. It validates nothing.
 """
@@ -95,6 +98,24 @@ class OpenAIAgents:
 
     def reload(self, path: Path, session_id: str) -> Timing:
         return asyncio.run(self._reload(path, session_id))
+
+    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        return asyncio.run(self._write_concurrent(path, sessions, turns))
+
+    async def _write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        opened = [SQLiteSession(f"{_SESSION}-{index}", path) for index in range(sessions)]
+
+        async def work(session: SQLiteSession) -> None:
+            for turn in range(1, turns + 1):
+                await session.add_items(turn_items(turn))
+
+        try:
+            with Stopwatch() as watch:
+                await asyncio.gather(*(work(session) for session in opened))
+        finally:
+            for session in opened:
+                session.close()
+        return watch.timing
 
     async def _reload(self, path: Path, session_id: str) -> Timing:
         session = SQLiteSession(session_id, path)

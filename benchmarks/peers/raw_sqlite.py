@@ -8,13 +8,18 @@ surface index: the least work any store could do to keep the same rows.
 Durability: WAL with ``synchronous=FULL`` set explicitly on the connection, so every turn's
 ``COMMIT`` fsyncs the write-ahead log before it returns (survives power loss).
 
+Concurrent sessions: one thread and one connection per session on the same file; SQLite's
+write lock serializes the commits (``busy_timeout`` 60 s), each its own fsync.
+
 Load path: one ``SELECT`` ordered by seq and a JSON decode of each row. It validates nothing.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -40,10 +45,24 @@ _SESSION = "raw-session"
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, isolation_level=None)
+    connection = sqlite3.connect(path, isolation_level=None, timeout=60.0)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
     return connection
+
+
+def _write_turns(connection: sqlite3.Connection, session_id: str, turns: int) -> None:
+    encode = msgspec.json.encode
+    seq = 0
+    for turn in range(1, turns + 1):
+        now = time.time_ns() // 1_000_000
+        rows = []
+        for type_, data, _surface in turn_events(turn):
+            rows.append((session_id, seq, type_, now, encode(data)))
+            seq += 1
+        connection.execute("BEGIN IMMEDIATE")
+        connection.executemany(_INSERT, rows)
+        connection.execute("COMMIT")
 
 
 class RawSQLite:
@@ -59,25 +78,35 @@ class RawSQLite:
         connection = _connect(path)
         try:
             connection.execute(_SCHEMA)
-            encode = msgspec.json.encode
-            seq = 0
             with Stopwatch() as watch:
-                for turn in range(1, turns + 1):
-                    now = time.time_ns() // 1_000_000
-                    rows = []
-                    for type_, data, _surface in turn_events(turn):
-                        rows.append((_SESSION, seq, type_, now, encode(data)))
-                        seq += 1
-                    connection.execute("BEGIN IMMEDIATE")
-                    connection.executemany(_INSERT, rows)
-                    connection.execute("COMMIT")
-            settings = {
-                "journal_mode": pragma(connection, "journal_mode"),
-                "synchronous": pragma(connection, "synchronous"),
-            }
+                _write_turns(connection, _SESSION, turns)
+            settings = {name: pragma(connection, name) for name in ("journal_mode", "synchronous")}
         finally:
             connection.close()
         return WriteResult(watch.timing, _SESSION, settings)
+
+    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        """One thread and one connection per session, all writing the same file at once."""
+        setup = _connect(path)
+        setup.execute(_SCHEMA)
+        setup.close()
+        start = threading.Barrier(sessions + 1, timeout=120)
+
+        def work(index: int) -> None:
+            connection = _connect(path)  # sqlite3 connections stay in their own thread
+            try:
+                start.wait()
+                _write_turns(connection, f"{_SESSION}-{index}", turns)
+            finally:
+                connection.close()
+
+        with ThreadPoolExecutor(sessions) as pool:
+            futures = [pool.submit(work, index) for index in range(sessions)]
+            with Stopwatch() as watch:
+                start.wait()
+                for future in futures:
+                    future.result()
+        return watch.timing
 
     def reload(self, path: Path, session_id: str) -> Timing:
         connection = _connect(path)
