@@ -9,6 +9,7 @@ header in force, so an auditor can tell exactly what each request contained.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from eventlog import RequestHeader, Session, ToolSpec
@@ -48,7 +49,7 @@ class HeaderTracker:
             system=system,
             tools=tools,
             model=model,
-            params=dict(params),
+            params=MappingProxyType(dict(params)),  # frozen: the caller may change its own
         )
 
 

@@ -591,3 +591,19 @@ async def test_serve_runs_a_turn_for_every_waking_submission(session: Session) -
     ]
     assert len(_of(session, "turn/end")) == 3
     check_invariants(session)
+
+
+async def test_the_request_is_frozen_when_sent(session: Session) -> None:
+    model = ScriptedModel([Response(text="one"), Response(text="two")])
+    agent = Agent(session, model, params={"temperature": 0})
+    agent.followup("a")
+    await _run(agent)
+    first = model.requests[0]
+    agent.params["temperature"] = 1
+    agent.followup("b")
+    await _run(agent)
+    # What the first request held did not move with the agent or the session.
+    assert dict(first.params) == {"temperature": 0}
+    assert [m.text for m in first.messages] == ["a"]
+    with pytest.raises(TypeError):
+        first.params["temperature"] = 2  # type: ignore[index]
