@@ -1,4 +1,27 @@
-"""agent: the durable agent loop built on eventlog, projections and recovery (DESIGN §8)."""
+"""agent: the durable agent loop built on eventlog, projections and recovery (DESIGN §8).
+
+A minimal embedding (the model here is scripted; any :class:`Model` streams the same way)::
+
+    from agent import Agent, Response, ScriptedModel, tool
+    from eventlog import open_store
+
+    @tool(safe=True)
+    def read_file(path: str) -> str:
+        '''Read a file.'''
+        return open(path).read()
+
+    async def main() -> None:
+        async with open_store("sqlite:///sessions.db") as store:
+            session = await store.create(session_id="demo")
+            model = ScriptedModel([Response(tool_calls=[("read_file", '{"path": "x"}')]),
+                                   Response(text="done")])
+            agent = Agent(session, model, [read_file], system="You are helpful.")
+            await agent.prompt("Read x, please.", request_id="req-1")  # admitted once
+            await agent.run_until_idle()
+
+After a crash, ``await Agent.resume(store, "demo", model, [read_file])`` repairs the session
+(a call that may have run is answered ``TOOL_OUTCOME_UNKNOWN``) and continues its numbering.
+"""
 
 from .agent import Agent, TurnOutcome
 from .assembly import Assembler, Reply
