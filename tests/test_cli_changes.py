@@ -208,28 +208,42 @@ def _start_follow(db: Path, *args: str) -> subprocess.Popen[str]:
 
 def test_follow_prints_stored_then_live_events(db: Path) -> None:
     # `open` holds 4 events; follow waits for 2 more, which another process appends.
-    follower = _start_follow(db, "open", "--json", "--count", "6")
-    try:
-        assert follower.stdout is not None
-        first = [json.loads(follower.stdout.readline()) for _ in range(4)]
-        assert [e["seq"] for e in first] == [0, 1, 2, 3]
-        anyio.run(_append_notes, url_of(db), "open", ["live one", "live two"])
-        out, err = follower.communicate(timeout=30)
-    finally:
-        follower.kill()
+    with _start_follow(db, "open", "--json", "--count", "6") as follower:
+        try:
+            assert follower.stdout is not None
+            first = [json.loads(follower.stdout.readline()) for _ in range(4)]
+            assert [e["seq"] for e in first] == [0, 1, 2, 3]
+            anyio.run(_append_notes, url_of(db), "open", ["live one", "live two"])
+            out, err = follower.communicate(timeout=30)
+        finally:
+            follower.kill()
     assert follower.returncode == 0, err
     live = [json.loads(line) for line in out.splitlines()]
     assert [(e["seq"], e["data"]["text"]) for e in live] == [(4, "live one"), (5, "live two")]
 
 
+def test_follow_ends_quietly_when_its_reader_goes_away(db: Path) -> None:
+    with _start_follow(db, "open", "--after", "2") as follower:
+        try:
+            assert follower.stdout is not None
+            assert "turn/start" in follower.stdout.readline()  # seq 3
+            follower.stdout.close()  # like `| head -1`
+            anyio.run(_append_notes, url_of(db), "open", ["nobody reads this"])
+            _, err = follower.communicate(timeout=30)
+        finally:
+            follower.kill()
+    assert follower.returncode == 0
+    assert err == ""
+
+
 def test_follow_ends_cleanly_on_interrupt(db: Path) -> None:
-    follower = _start_follow(db, "open")
-    try:
-        assert follower.stdout is not None
-        assert "turn/start" in "".join(follower.stdout.readline() for _ in range(4))
-        follower.send_signal(signal.SIGINT)
-        _, err = follower.communicate(timeout=30)
-    finally:
-        follower.kill()
+    with _start_follow(db, "open") as follower:
+        try:
+            assert follower.stdout is not None
+            assert "turn/start" in "".join(follower.stdout.readline() for _ in range(4))
+            follower.send_signal(signal.SIGINT)
+            _, err = follower.communicate(timeout=30)
+        finally:
+            follower.kill()
     assert follower.returncode == 0
     assert err == ""

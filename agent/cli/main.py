@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -83,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = anyio.run(args.run, args, ctx, backend="asyncio")
     except KeyboardInterrupt:
         return 0  # `follow` ends this way; anything interrupted has nothing more to say
+    except BrokenPipeError:
+        return _reader_left()
     except CliError as exc:
         _fail(exc.message)
         return exc.code
@@ -93,6 +96,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(f"{exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else ""))
         return EXIT_USAGE
     return code
+
+
+def _reader_left() -> int:
+    """The reader of our output went away (``| head``): that is its choice, not an error.
+    Point stdout at /dev/null so the interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # stdout is not a real file (tests capturing it): nothing to silence
+    return 0
 
 
 def _fail(message: str) -> None:

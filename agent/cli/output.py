@@ -30,6 +30,13 @@ _PIPE_WIDTH = 200
 _encoder = msgspec.json.Encoder()
 
 
+class _Console(Console):
+    """rich's console, but a closed pipe ends the command the way every other write does."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError  # main() treats the reader leaving as a normal end
+
+
 class ProgressHook:
     """Advance a progress bar by a number of units (events); a no-op without a terminal."""
 
@@ -55,8 +62,8 @@ class Output:
         out = stdout if stdout is not None else sys.stdout
         err = stderr if stderr is not None else sys.stderr
         self.stdout = out
-        self.console = Console(file=out, width=None if _isatty(out) else _PIPE_WIDTH)
-        self.errors = Console(file=err, width=None if _isatty(err) else _PIPE_WIDTH)
+        self.console = _Console(file=out, width=None if _isatty(out) else _PIPE_WIDTH)
+        self.errors = _Console(file=err, width=None if _isatty(err) else _PIPE_WIDTH)
 
     def json(self, value: Any) -> None:
         """Print ``value`` (builtins or msgspec structs) as one indented JSON document."""

@@ -21,8 +21,7 @@ def _configure_follow(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session_id", metavar="ID")
     parser.add_argument(
         "--after",
-        type=int,
-        default=-1,
+        type=non_negative,
         metavar="SEQ",
         help="start after event SEQ (default: from the beginning)",
     )
@@ -34,7 +33,8 @@ def _configure_follow(parser: argparse.ArgumentParser) -> None:
 async def _run_follow(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
         seen = 0
-        events = store.follow(args.session_id, after=args.after)
+        after = -1 if args.after is None else args.after
+        events = store.follow(args.session_id, after=after)
         try:
             async for event in events:
                 _print_event(ctx, event)
