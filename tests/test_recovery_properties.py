@@ -24,6 +24,10 @@ from recovery.testing import (
 
 pytestmark = pytest.mark.anyio
 
+#: Each example of the per-write tests replays its run once per write index: a quarter of the
+#: profile's examples keeps them in step with the others (10 by default, 500 under soak).
+PER_WRITE_EXAMPLES = max(1, settings().max_examples // 4)
+
 
 def planned(run: AgentRun, stop: int) -> list[tuple[Any, ...]]:
     return [(e.type, e.data, e.surface, e.sources) for e in run.events[:stop]]
@@ -92,7 +96,7 @@ async def crash_and_recover(run: AgentRun, crash_at: int, *, after_write: bool) 
         await repaired_and_valid(session, run, session.head + 1)
 
 
-@settings(max_examples=15)
+@settings(max_examples=PER_WRITE_EXAMPLES)
 @given(run=agent_runs())
 async def test_a_crash_at_every_write_index_repairs_to_a_valid_log(run: AgentRun) -> None:
     writes = await count_writes(run)
@@ -102,7 +106,7 @@ async def test_a_crash_at_every_write_index_repairs_to_a_valid_log(run: AgentRun
             await crash_and_recover(run, crash_at, after_write=after_write)
 
 
-@settings(max_examples=15)
+@settings(max_examples=PER_WRITE_EXAMPLES)
 @given(run=agent_runs(), failures=st.integers(1, 3))
 async def test_a_failed_write_at_every_index_loses_nothing(run: AgentRun, failures: int) -> None:
     writes = await count_writes(run)
