@@ -167,3 +167,12 @@ async def test_history_at_a_seq_outside_the_log_is_refused(session: Session, at:
 async def test_empty_session_has_no_messages(session: Session) -> None:
     assert len(messages(session)) == 0
     assert list(messages(session, at=-1)) == []
+
+
+async def test_session_event_reads_one_committed_event(session: Session) -> None:
+    # The projections' catch-up reads the one new event through Session.event.
+    seq = user(session, "u1")
+    assert session.event(seq) is session.events()[seq]
+    for bad in (-1, seq + 1):
+        with pytest.raises(IndexError):
+            session.event(bad)
