@@ -1,0 +1,1 @@
+"""Child-process scripts for the SQLite multi-process tests (run by path)."""
