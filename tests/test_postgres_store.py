@@ -310,6 +310,27 @@ async def test_follow_is_woken_by_another_store_through_notify(schema: str) -> N
         assert seen == list(range(30))
 
 
+async def test_the_last_round_of_a_closing_store_is_notified(schema: str) -> None:
+    async with _store(schema) as reader:
+        async with _store(schema) as writer:
+            await writer.create(session_id="s")
+        seen: list[int] = []
+
+        async def following() -> bool:
+            return _backend(reader)._listener._waiters.get("s") is not None
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_follow, reader, "s", 2, seen)
+                await _wait_until(following, "the follower waits for news")
+                # Written only by the writer's final round as its store closes.
+                async with _store(schema) as writer:
+                    session = await writer.open("s")
+                    for i in range(3):
+                        _user(session, f"m{i}")
+        assert seen == [0, 1, 2]
+
+
 async def test_follow_survives_the_loss_of_the_listen_connection(schema: str, side: Any) -> None:
     async with _store(schema) as writer, _store(schema) as reader:
         session = await writer.create(session_id="s")

@@ -153,6 +153,7 @@ class Notifier:
         if not self._pending or self._closed:
             return True
         ids, self._pending = self._pending, set()
+        sent = False
         try:
             if self._conn is None or self._conn.is_closed():
                 conn = await self._connect()
@@ -161,13 +162,15 @@ class Notifier:
                     return False
                 self._conn = conn
             await self._conn.fetchval(self._statement, self._channel, sorted(ids))
+            sent = True
         except Exception as exc:
             logger.warning("eventlog: notifying followers failed, will retry: %s", exc)
-            self._pending |= ids
-            self._drop()
-            self._wake.set()
-            return False
-        return True
+        finally:
+            if not sent:  # failed or cancelled: keep them for the next try, on a new connection
+                self._pending |= ids
+                self._drop()
+                self._wake.set()
+        return sent
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
