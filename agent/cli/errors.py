@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from eventlog import CorruptLogError, EventLogError, UnsupportedFormatError
 
-__all__ = ("EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "CliError", "exit_code_for", "one_line")
+__all__ = (
+    "EXIT_FINDINGS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "exit_code_for",
+    "is_finding",
+    "one_line",
+)
 
 #: Everything is fine.
 EXIT_OK = 0
