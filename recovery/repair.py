@@ -86,8 +86,9 @@ async def repair(session: Session) -> RepairReport:
     """Close what a crash left open in ``session``, then flush.
 
     :raises ClosedError: the session is read-only or closed (nothing is appended).
-    :raises StoreWriteError: the closers were committed but could not be written; a later
-        flush retries them.
+    :raises ConflictError: the session is fenced (nothing is appended).
+    :raises StoreWriteError: the closers were committed but could not be written; calling
+        ``repair`` (or ``flush``) again retries the write and appends nothing new.
     """
     diagnosis = scan(session)
     appended: list[int] = []

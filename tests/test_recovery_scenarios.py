@@ -17,6 +17,7 @@ from eventlog import (
     Session,
     StepEnd,
     StepStart,
+    StoreWriteError,
     ToolCall,
     ToolCallPart,
     ToolError,
@@ -37,7 +38,7 @@ from recovery import (
     repair,
     scan,
 )
-from recovery.testing import InvariantViolation, check_invariants
+from recovery.testing import FaultyStore, InvariantViolation, check_invariants
 
 pytestmark = pytest.mark.anyio
 
@@ -380,3 +381,19 @@ async def test_integrity_findings_are_reported(session: Session) -> None:
         "seq 2: turn/start 3 while turn 1 is open",
         "seq 2: turn/start numbers turn 3, expected 2",
     ]
+
+
+async def test_a_repair_whose_write_fails_is_retried_without_new_closers() -> None:
+    disk = MemoryData()
+    async with FaultyStore(open_store("memory:", data=disk), fail_at=1) as store:
+        session = await store.create(session_id="s")
+        turn(session, 1)
+        step(session, 1, 1)
+        propose(session, 1, 1, "a")
+        await session.flush()  # write 0
+        with pytest.raises(StoreWriteError):
+            await repair(session)  # write 1 fails; the closers stay queued
+        assert session.head == 6 and session.durable == 3
+        retry = await repair(session)  # write 2
+        assert retry.appended == () and session.durable == 6
+    assert [row.type for row in disk.rows["s"][4:]] == ["tool/result", "step/end", "turn/end"]
