@@ -79,6 +79,15 @@ def prepare_schema(connection: sqlite3.Connection, path: str) -> None:
 
     :raises UnsupportedFormatError: the stored format version is not this library's.
     """
+    # An existing database is only read: no write lock at start (many processes may start at
+    # once) and a read-only file can still be opened by an auditor.
+    try:
+        found = connection.execute("SELECT format_version FROM meta").fetchall()
+    except sqlite3.OperationalError:
+        found = []  # no meta table yet
+    if found:
+        _check_version(found, path)
+        return
     connection.execute("BEGIN IMMEDIATE")
     try:
         for statement in _TABLES:
@@ -86,12 +95,17 @@ def prepare_schema(connection: sqlite3.Connection, path: str) -> None:
         found = connection.execute("SELECT format_version FROM meta").fetchall()
         if not found:
             connection.execute("INSERT INTO meta (format_version) VALUES (?)", (FORMAT_VERSION,))
-        elif found[0][0] != FORMAT_VERSION:
-            raise UnsupportedFormatError(_version_message(path, found[0][0]), hint=_hint(found))
+        else:
+            _check_version(found, path)
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
         raise
+
+
+def _check_version(found: list[tuple[object]], path: str) -> None:
+    if found[0][0] != FORMAT_VERSION:
+        raise UnsupportedFormatError(_version_message(path, found[0][0]), hint=_hint(found))
 
 
 def _version_message(path: str, version: object) -> str:
