@@ -44,12 +44,15 @@ def read_line(child: subprocess.Popen[str]) -> str:
     return line.strip()
 
 
-async def test_a_flush_reported_before_sigkill_is_never_lost(tmp_path: Path) -> None:
+@pytest.mark.parametrize("durability", ["power-loss", "process-crash"])
+async def test_a_flush_reported_before_sigkill_is_never_lost(
+    tmp_path: Path, durability: str
+) -> None:
     path = tmp_path / "s.db"
     rng = random.Random(7)
-    for _ in range(20 if SOAK else 4):
+    for _ in range(20 if SOAK else 3):
         # A child appends and flushes turns; it is killed after a random number of flushes.
-        child = spawn("writer.py", path, "s", "forever")
+        child = spawn("writer.py", path, "s", "forever", durability)
         reported = -1
         for _ in range(rng.randint(1, 6)):
             reported = int(read_line(child).removeprefix("flushed "))

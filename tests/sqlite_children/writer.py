@@ -2,8 +2,8 @@
 
 ``python writer.py PATH SESSION MODE [ARG]`` prints one line per fact the parent needs:
 
-- ``forever``: create or open SESSION, then append a turn and flush, forever; after each flush
-  print ``flushed HEAD``. The parent kills it with SIGKILL.
+- ``forever [DURABILITY]``: create or open SESSION, then append a turn and flush, forever; after
+  each flush print ``flushed HEAD``. The parent kills it with SIGKILL.
 - ``race GO_FILE``: wait until GO_FILE exists, try to open SESSION for writing; print ``won`` or
   ``busy``; the winner appends a turn, flushes, prints ``flushed HEAD``, and keeps the session
   open until its stdin closes.
@@ -117,8 +117,9 @@ async def stale(store: LogStore, session_id: str) -> None:
 async def main(*argv: str) -> None:
     path, session_id, mode, arg = (*argv, "")[:4]
     url = f"sqlite:///{path}"
+    options = {"durability": arg} if mode == "forever" and arg else {}
     try:
-        async with open_store(url) as store:
+        async with open_store(url, **options) as store:
             if mode == "forever":
                 await forever(store, session_id)
             elif mode == "race":
