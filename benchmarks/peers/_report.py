@@ -135,7 +135,9 @@ class Outcome:
         return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def report(meta: Meta, peers: list[PeerInfo], outcomes: list[Outcome]) -> None:
+def report(
+    meta: Meta, peers: list[PeerInfo], outcomes: list[Outcome], directory: Path = RESULTS
+) -> None:
     """Print the table and verdicts; write ``peers[-quick].json``, ``.md`` and ``.png``."""
     _ratios(outcomes)
     _projections(outcomes)
@@ -143,17 +145,17 @@ def report(meta: Meta, peers: list[PeerInfo], outcomes: list[Outcome]) -> None:
     verdicts = _verdicts(peers, outcomes)
     print("\n".join([*lines, "", *verdicts]), flush=True)
     stem = "peers-quick" if meta.quick else "peers"
-    RESULTS.mkdir(exist_ok=True)
+    directory.mkdir(exist_ok=True)
     document = {
         "meta": asdict(meta),
         "peers": [asdict(p) for p in peers],
         "results": [_as_json(o) for o in outcomes],
         "verdicts": verdicts,
     }
-    (RESULTS / f"{stem}.json").write_text(json.dumps(document, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(_markdown(meta, peers, outcomes, verdicts))
-    chart = _chart(outcomes, RESULTS / f"{stem}.png", meta)
-    print(f"\nwrote {RESULTS / stem}.json, .md{', .png' if chart else ''}", flush=True)
+    (directory / f"{stem}.json").write_text(json.dumps(document, indent=2) + "\n")
+    (directory / f"{stem}.md").write_text(_markdown(meta, peers, outcomes, verdicts))
+    chart = _chart(outcomes, directory / f"{stem}.png", meta)
+    print(f"\nwrote {directory / stem}.json, .md{', .png' if chart else ''}", flush=True)
     if not chart:
         print("(no chart: matplotlib is not installed; install the bench extra)", flush=True)
 
