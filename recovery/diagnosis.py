@@ -82,7 +82,11 @@ def classify(call: ToolCallState) -> DanglingCall:
 
 
 def scan(session: Session) -> Diagnosis:
-    """Diagnose ``session`` without changing it."""
+    """Diagnose ``session`` without changing it.
+
+    O(events since the timeline was last read), O(n) only the first time. The hash chain and
+    seq order were verified when the session was loaded; ``findings`` are the timeline's.
+    """
     view = timeline(session)
     dangling = view.dangling
     open_keys = {c.key for c in dangling}
@@ -93,26 +97,5 @@ def scan(session: Session) -> Diagnosis:
         open_step=view.step,
         dangling=tuple(classify(call) for call in dangling),
         unanswered=tuple(c for c in view.unanswered if c.key not in open_keys),
-        findings=(*_seq_findings(session), *view.findings),
+        findings=view.findings,
     )
-
-
-def _seq_findings(session: Session) -> list[Finding]:
-    """Events whose seq is not their position, or whose time runs backwards."""
-    found: list[Finding] = []
-    last_time = 0
-    for position, event in enumerate(session.events()):
-        if event.seq != position:
-            found.append(
-                Finding(seq=event.seq, message=f"seq {event.seq}: stored at position {position}")
-            )
-        if event.time < last_time:
-            found.append(
-                Finding(
-                    seq=event.seq,
-                    message=f"seq {event.seq}: time {event.time} is before the previous "
-                    f"event's {last_time}",
-                )
-            )
-        last_time = max(last_time, event.time)
-    return found
