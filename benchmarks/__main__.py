@@ -1,6 +1,7 @@
 """``python -m benchmarks [SUITE ...] [--quick]``: print measured figures.
 
-Suites: ``core`` (commit throughput), ``projections``, ``sqlite``, ``postgres``, ``peers``.
+Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
+``peers``.
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -16,11 +17,12 @@ import sys
 SUITES = {
     "core": "benchmarks.core",
     "projections": "benchmarks.projections_bench",
+    "recovery": "benchmarks.recovery_bench",
     "sqlite": "benchmarks.sqlite_bench",
     "postgres": "benchmarks.postgres_bench",
     "peers": "benchmarks.peers",
 }
-DEFAULT = ("core", "projections", "sqlite", "postgres")
+DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres")
 
 
 def main(argv: list[str] | None = None) -> int:
