@@ -2,15 +2,15 @@
 is killed with SIGKILL at random moments; each resume must yield a valid session, and the model
 is never told that a call whose body started did not start.
 
-Children are forked from this (already imported) process so a kill costs milliseconds; one
-case runs the child as a fresh ``python -m`` process to show the script works on its own.
+Children are forked by a fork server (a fresh interpreter that imported everything once) so a
+kill costs milliseconds and no child inherits this test process's threads; one case runs the
+child as a plain ``python -m`` process.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -25,11 +25,11 @@ import pytest
 from eventlog import Session, open_store
 from recovery import TOOL_NOT_STARTED, repair, scan
 from recovery.testing import check_invariants
-from tests.agent_children.crash_child import child_main
 from tests.conftest import SOAK
 
 KILLS = 1000 if SOAK else 100
 KILLS_PER_SESSION = 10
+ROOT = Path(__file__).resolve().parent.parent
 NEVER_STARTED = {TOOL_NOT_STARTED, "ABORTED_BEFORE_DISPATCH"}
 
 
@@ -95,17 +95,47 @@ async def _verify(url: str, session_id: str, marker: Path, tally: Tally, *, fix:
             assert (await repair(session)).appended == ()  # idempotent
 
 
-def _kill_at_random(pid: int, ready: int, rng: random.Random) -> None:
-    """SIGKILL the child at a random moment: mostly while its agent runs turns (after it said
-    it is ready), sometimes while it still opens and repairs the session."""
-    if rng.random() < 0.8:
-        readable, _, _ = select.select([ready], [], [], 30)  # a cross-process wait, bounded
-        assert readable, "the child never became ready"
-        os.read(ready, 1)
-    # The random moment itself (not a synchronisation).
-    time.sleep(rng.uniform(0.0, 0.04))
+class ForkServer:
+    """``tests.agent_children.forker`` in a fresh interpreter: forks crash children on request."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.agent_children.forker"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, line: str | None) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if line is not None:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()
+        assert answer, f"the fork server died ({self.proc.poll()})"
+        return answer
+
+    def close(self) -> None:
+        with self.proc:  # closes both pipes and waits; the server exits at end of input
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+
+def _crash_once(
+    server: ForkServer, url: str, session_id: str, marker: Path, seed: int, rng: random.Random
+) -> None:
+    """Start a child and SIGKILL it at a random moment: mostly while its agent runs turns
+    (after it said it is ready), sometimes while it still opens and repairs the session."""
+    pid = int(server.ask(f"run {url} {session_id} {seed} {marker}").split()[1])
+    waited = rng.random() < 0.8
+    if waited:
+        assert server.ask(None) == "ready", "the child died before it was ready"
+    time.sleep(rng.uniform(0.0, 0.04))  # the random moment itself (not a synchronisation)
     os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
+    if not waited:
+        server.ask(None)  # "ready" or "gone": either is fine here
+    status = int(server.ask(f"reap {pid}").split()[1])
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (
         f"child ended by itself (status {status}) instead of being killed"
     )
@@ -116,28 +146,23 @@ def test_sigkill_at_random_moments_always_resumes_to_a_valid_session(tmp_path: P
     url = f"sqlite:///{tmp_path}/crash.db"
     master = random.Random(os.environ.get("AGENT_CRASH_SEED", "agent-crash"))
     tally = Tally()
-    for kill in range(KILLS):
-        session_id = f"crash-{kill // KILLS_PER_SESSION}"
-        marker = tmp_path / f"{session_id}.started"
-        seed = master.randrange(2**32)
-        ready_r, ready_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child never returns
-            os.close(ready_r)
-            child_main(url, session_id, seed, str(marker), ready_w)
-        os.close(ready_w)
-        try:
-            _kill_at_random(pid, ready_r, master)
-        finally:
-            os.close(ready_r)
-        tally.kills += 1
-        # Every other kill, the next child's Agent.resume does the repair; the last kill of
-        # each session is always checked in full.
-        fix = kill % 2 == 1 or (kill + 1) % KILLS_PER_SESSION == 0
-        try:
-            anyio.run(partial(_verify, url, session_id, marker, tally, fix=fix))
-        except AssertionError as exc:
-            raise AssertionError(f"after kill {kill} (child seed {seed}): {exc}") from exc
+    server = ForkServer()
+    try:
+        for kill in range(KILLS):
+            session_id = f"crash-{kill // KILLS_PER_SESSION}"
+            marker = tmp_path / f"{session_id}.started"
+            seed = master.randrange(2**32)
+            _crash_once(server, url, session_id, marker, seed, master)
+            tally.kills += 1
+            # Every other kill, the next child's Agent.resume does the repair; the last kill
+            # of each session is always checked in full.
+            fix = kill % 2 == 1 or (kill + 1) % KILLS_PER_SESSION == 0
+            try:
+                anyio.run(partial(_verify, url, session_id, marker, tally, fix=fix))
+            except AssertionError as exc:
+                raise AssertionError(f"after kill {kill} (child seed {seed}): {exc}") from exc
+    finally:
+        server.close()
     assert tally.kills >= 100
     # The kills landed where it matters, not only before the agent started.
     assert tally.repaired >= KILLS // 2, tally
@@ -148,10 +173,9 @@ def test_a_killed_script_child_resumes(tmp_path: Path) -> None:
     """The child as a real ``python -m`` process, killed once a tool body has started."""
     url = f"sqlite:///{tmp_path}/script.db"
     marker = tmp_path / "started"
-    root = Path(__file__).resolve().parent.parent
     child = subprocess.Popen(
         [sys.executable, "-m", "tests.agent_children.crash_child", url, "s", "7", str(marker)],
-        cwd=root,
+        cwd=ROOT,
     )
     try:
         deadline = time.monotonic() + 30
