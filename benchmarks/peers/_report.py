@@ -422,6 +422,7 @@ def _chart(outcomes: list[Outcome], path: Path, meta: Meta) -> bool:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter
     except ImportError:
         return False
     panels = (
@@ -445,6 +446,9 @@ def _chart(outcomes: list[Outcome], path: Path, meta: Meta) -> bool:
             axis.errorbar(xs, mids, yerr=[lows, highs], fmt=style + "o", capsize=3, label=name)
         axis.set_xscale("log")
         axis.set_yscale("log")
+        lengths = sorted({o.turns for o in outcomes})
+        axis.set_xticks(lengths, [f"{t:,}" for t in lengths])
+        axis.xaxis.set_minor_formatter(NullFormatter())
         axis.set_xlabel("session length T (turns)")
         axis.set_title(title)
         axis.grid(True, which="both", alpha=0.3)
