@@ -28,7 +28,7 @@ import anyio
 import anyio.lowlevel
 import asyncpg
 
-from eventlog import open_store
+from eventlog import EventTypes, open_store
 from eventlog.codec import Row
 from eventlog.stores import MemoryData
 
@@ -178,6 +178,38 @@ async def flush_latency(schema: str, count: int) -> list[float]:
     return times
 
 
+async def open_times(schema: str, turns: int, runs: int) -> tuple[list[float], list[float]]:
+    """Seconds to open (read, decode, verify, rebuild) a session of ``turns`` turns, and to
+    select the same rows with raw asyncpg and decode each payload with msgspec; alternating."""
+    types = EventTypes()
+    async with open_store(_store_url(schema)) as store:
+        session = await store.create()
+        for turn in range(1, turns + 1):
+            append_turn(session, turn)
+        await session.aclose()
+        conn = await asyncpg.connect(URL)
+        select = f'SELECT seq, type, data FROM "{schema}".events WHERE session_id = $1 ORDER BY seq'
+        store_times, raw_times = [], []
+        try:
+            for _ in range(runs):
+                start = time.perf_counter()
+                opened = await store.open(session.id)
+                store_times.append(time.perf_counter() - start)
+                assert opened.head == turns * EVENTS_PER_TURN - 1
+                await opened.aclose()
+                start = time.perf_counter()
+                decoded = []
+                for seq, type_, data in await conn.fetch(select, session.id):
+                    info = types.get(type_)
+                    assert info is not None
+                    decoded.append((seq, info.decoder.decode(data.encode())))
+                raw_times.append(time.perf_counter() - start)
+                assert len(decoded) == turns * EVENTS_PER_TURN
+        finally:
+            await conn.close()
+    return store_times, raw_times
+
+
 # -- four processes ------------------------------------------------------------------------------
 
 
@@ -277,6 +309,15 @@ def main(quick: bool = False) -> None:
             f"p99 {p99 * 1e3:.3f} ms ({len(latencies)} flushes)",
             flush=True,
         )
+        oturns = 200 if quick else 1000
+        store_open, raw_open = anyio.run(open_times, schema, oturns, runs)
+        events = oturns * EVENTS_PER_TURN
+        print_figure(Figure(f"open of a {events:,}-event session", Stats(tuple(store_open)), "s"))
+        print_figure(
+            Figure("  raw select of the same rows + msgspec decode", Stats(tuple(raw_open)), "s")
+        )
+        ratios = Stats(tuple(s / r for s, r in zip(store_open, raw_open, strict=True)))
+        print_figure(Figure("  ratio open / raw (paired runs)", ratios, "×"))
         pturns = 25 if quick else 100
         prun = 3 if quick else 5
         values = [processes(schema, 4, pturns) for _ in range(prun)]

@@ -296,8 +296,12 @@ async def _follow(store: LogStore, sid: str, until: int, seen: list[int]) -> Non
             return
 
 
-async def test_follow_is_woken_by_another_store_through_notify(schema: str) -> None:
-    async with _store(schema) as writer, _store(schema) as reader:
+@pytest.mark.parametrize("durability", ["power-loss", "process-crash"])
+async def test_follow_is_woken_by_another_store_through_notify(
+    schema: str, durability: str
+) -> None:
+    # power-loss notifies after the commit, process-crash inside the write transaction.
+    async with _store(schema, durability=durability) as writer, _store(schema) as reader:
         session = await writer.create(session_id="s")
         seen: list[int] = []
         with anyio.fail_after(20):

@@ -14,7 +14,9 @@ the SQLite store, across machines:
 - **Leases across hosts.** Hosts cannot see each other's processes, so a lease has an expiry
   on the server's clock, renewed by a heartbeat every ``lease_ttl / 3`` seconds (and by every
   write). A host that died stops renewing; after ``lease_ttl`` another host may take over.
-- **Follow** waits on ``LISTEN/NOTIFY`` (see :mod:`._pg_listen`), never by polling.
+- **Follow** waits on ``LISTEN/NOTIFY`` (see :mod:`._pg_listen`), never by polling. With
+  ``power-loss`` the notification follows the commit (inside it, it would serialise every
+  host's commits); with ``process-crash`` it is part of the write transaction.
 - **Connection loss** during a round raises :class:`~eventlog.StoreWriteError`; the writer
   keeps the batch and the next round reconnects. A round whose commit landed but whose reply
   was lost is recognised on retry by its hashes and not written twice.
@@ -115,6 +117,9 @@ class PostgresBackend:
         self._listener = Listener(self._connect, self._sql.channel)
         self._notifier = Notifier(self._connect, self._sql.channel, self._sql.notify)
         self._background = False
+        # See _pg_sql: notifying inside the write transaction serialises the commits that wait
+        # for a WAL flush across the cluster; without that wait it saves a second transaction.
+        self._notify_in_transaction = durability == "process-crash"
         #: session id -> lease owner, for the leases this store holds.
         self._leases: dict[str, str] = {}
         self._closed = False
@@ -342,6 +347,7 @@ class PostgresBackend:
                     self.lease_ttl,
                     sids,
                     *_row_columns(rows),
+                    self._sql.channel if self._notify_in_transaction else None,
                 )
             except BaseException:
                 # The connection is in doubt (lost, or mid-statement): use a fresh one next
@@ -350,9 +356,10 @@ class PostgresBackend:
                 raise
         written = set(ids).difference(conflicts)
         self._listener.wake(written)  # followers in this process need no round trip
-        self._notifier.changed(written)
-        if not self._background:
-            await self._notifier.send()
+        if not self._notify_in_transaction:
+            self._notifier.changed(written)
+            if not self._background:
+                await self._notifier.send()
         return set(conflicts)
 
     async def _write_connection(self) -> Any:
