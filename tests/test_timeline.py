@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from hypothesis import given
 
 from eventlog import (
     APPEND,
@@ -25,6 +26,7 @@ from eventlog import (
 )
 from projections.base import fold
 from projections.timeline import TIMELINE, Timeline, timeline
+from recovery.testing import AgentRun, agent_runs
 
 pytestmark = pytest.mark.anyio
 
@@ -232,3 +234,24 @@ async def test_incremental_equals_rebuild_after_every_event(session: Session) ->
     session.append("turn/end", TurnEnd(turn=1, reason="completed"))
     assert timeline(session) == rebuilt(session)
     assert timeline(session) != timeline(session, at=3)
+
+
+@given(run=agent_runs())
+async def test_caught_up_equals_rebuild_after_every_event_and_views_hold(run: AgentRun) -> None:
+    async with open_store("memory:") as store:
+        session = await store.create()
+        held = []
+        for planned in run.events:
+            session.append(
+                planned.type, planned.data, surface=planned.surface, sources=planned.sources
+            )
+            view = timeline(session)
+            assert view == timeline(session, at=session.head)
+            held.append(view)
+        # A snapshot read earlier never changes as the session moves on.
+        for seq, view in enumerate(held):
+            assert view.seq == seq
+            assert view == timeline(session, at=seq)
+        final = timeline(session)
+        assert final.turn is None and final.step is None and final.findings == ()
+        assert final.unanswered == () and all(c.status == "resulted" for c in final.calls())
