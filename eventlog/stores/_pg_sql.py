@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ("Statements", "quote_ident")
+from ..codec import FORMAT_VERSION
+from ..errors import UnsupportedFormatError
+
+__all__ = ("Statements", "quote_ident", "setup_schema")
 
 
 def quote_ident(name: str) -> str:
@@ -223,3 +227,29 @@ class Statements:
 def _lit(text: str) -> str:
     """``text`` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
+
+
+async def setup_schema(conn: Any, sql: Statements, store: str) -> None:
+    """Create the schema on first use, or check its format version; one host at a time.
+
+    :raises UnsupportedFormatError: the stored format version is newer than this library's.
+    """
+    async with conn.transaction():
+        await conn.execute(sql.setup_lock)
+        if not await conn.fetchval(sql.has_meta):
+            if not await conn.fetchval(
+                "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", sql.schema
+            ):
+                # Only when missing: CREATE SCHEMA needs a privilege an app may lack.
+                await conn.execute(sql.create_schema)
+            await conn.execute(sql.create_tables)
+            await conn.execute(sql.create_write_function)
+        version = await conn.fetchval(sql.read_version)
+        if version is None:
+            await conn.execute(sql.insert_version, FORMAT_VERSION)
+        elif version > FORMAT_VERSION:
+            raise UnsupportedFormatError(
+                f"postgresql store {store!r} (schema {sql.schema!r}) has format version "
+                f"{version}; this version of eventlog reads up to version {FORMAT_VERSION}",
+                hint="upgrade eventlog to open this store",
+            )

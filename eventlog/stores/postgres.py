@@ -36,19 +36,17 @@ import asyncpg
 import msgspec
 from anyio.abc import TaskStatus
 
-from ..codec import FORMAT_VERSION, Row
+from ..codec import Row
 from ..errors import (
     ClosedError,
-    SessionBusyError,
     SessionExistsError,
-    SessionNotFoundError,
-    UnsupportedFormatError,
     ValidationError,
 )
 from ..writer import Batch
 from ._pg_errors import DRIVER_ERRORS, translate
+from ._pg_leases import Leases, not_found
 from ._pg_listen import Listener, Notifier
-from ._pg_sql import Statements
+from ._pg_sql import Statements, setup_schema
 from .base import SessionInfo, SessionRecord
 
 __all__ = ("PostgresBackend",)
@@ -120,8 +118,7 @@ class PostgresBackend:
         # See _pg_sql: notifying inside the write transaction serialises the commits that wait
         # for a WAL flush across the cluster; without that wait it saves a second transaction.
         self._notify_in_transaction = durability == "process-crash"
-        #: session id -> lease owner, for the leases this store holds.
-        self._leases: dict[str, str] = {}
+        self._leases = Leases(self._sql, self.lease_ttl)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -163,33 +160,12 @@ class PostgresBackend:
             )
         try:
             with self._translate("creating the schema"):
-                await self._setup()
+                async with self._pool.acquire() as conn:
+                    await setup_schema(conn, self._sql, self.display_url)
                 self._write_conn = await self._connect()
         except BaseException:
             await self.close()
             raise
-
-    async def _setup(self) -> None:
-        sql = self._sql
-        async with self._pool.acquire() as conn, conn.transaction():
-            await conn.execute(sql.setup_lock)
-            if not await conn.fetchval(sql.has_meta):
-                if not await conn.fetchval(
-                    "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", self.schema
-                ):
-                    await conn.execute(sql.create_schema)
-                await conn.execute(sql.create_tables)
-                await conn.execute(sql.create_write_function)
-            version = await conn.fetchval(sql.read_version)
-            if version is None:
-                await conn.execute(sql.insert_version, FORMAT_VERSION)
-            elif version > FORMAT_VERSION:
-                raise UnsupportedFormatError(
-                    f"postgresql store {self.display_url!r} (schema {self.schema!r}) has format "
-                    f"version {version}; this version of eventlog reads up to version "
-                    f"{FORMAT_VERSION}",
-                    hint="upgrade eventlog to open this store",
-                )
 
     async def close(self) -> None:
         if self._closed:
@@ -221,25 +197,6 @@ class PostgresBackend:
             finally:
                 self._background = False
 
-    async def renew_leases(self) -> None:
-        """Extend every lease this store holds; a failure is logged (the next beat retries,
-        and a lease lost meanwhile fences its session at the next write)."""
-        if not self._leases or self._closed:
-            return
-        ids, owners = list(self._leases), list(self._leases.values())
-        try:
-            with self._translate("renewing leases"):
-                renewed = await self._pool.fetch(
-                    self._sql.renew_leases, ids, owners, self.lease_ttl
-                )
-        except Exception as exc:
-            logger.warning("eventlog: lease heartbeat failed: %s", exc)
-            return
-        lost = set(ids) - {r[0] for r in renewed}
-        for sid in lost:
-            if sid in self._leases:
-                logger.warning("eventlog: session %r: writer lease was taken over", sid)
-
     # -- sessions ------------------------------------------------------------------------------
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
@@ -269,7 +226,7 @@ class PostgresBackend:
         with self._translate("reading the session", session_id, write=False):
             found = await self._pool.fetchrow(self._sql.get_session, session_id)
         if found is None:
-            raise _not_found(session_id)
+            raise not_found(session_id)
         return SessionRecord(
             id=found[0],
             created_at=found[1],
@@ -320,16 +277,16 @@ class PostgresBackend:
                     self._sql.delete_session, session_id, self._sql.channel
                 )
                 if deleted is None:
-                    raise _not_found(session_id)
+                    raise not_found(session_id)
                 await conn.execute(self._sql.delete_events, session_id)
-        self._leases.pop(session_id, None)
+        self._leases.held.pop(session_id, None)
 
     # -- writing -------------------------------------------------------------------------------
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         self._check_open()
         ids = [b.session_id for b in batches]
-        owners = [self._leases.get(b.session_id, "") for b in batches]
+        owners = [self._leases.owner(b.session_id) for b in batches]
         expected = [b.expected_head for b in batches]
         last = [b.rows[-1].seq for b in batches]
         sids = [b.session_id for b in batches for _ in b.rows]
@@ -381,28 +338,29 @@ class PostgresBackend:
 
     async def acquire_lease(self, session_id: str, owner: str) -> None:
         self._check_open(session_id)
-        sql = self._sql
         with self._translate("taking the writer lease", session_id):
-            for _ in range(3):
-                if await self._pool.fetchval(sql.acquire_lease, session_id, owner, self.lease_ttl):
-                    self._leases[session_id] = owner
-                    return
-                holder = await self._pool.fetchrow(sql.lease_holder, session_id)
-                if holder is None:
-                    raise _not_found(session_id)
-                writer, remaining = holder
-                if writer is not None and remaining is not None and remaining > 0:
-                    raise _busy(session_id, writer, remaining)
-                # Released or expired between the two statements: try again.
-        raise _busy(session_id, "another writer", self.lease_ttl)
+            await self._leases.acquire(self._pool, session_id, owner)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
-        if self._leases.get(session_id) == owner:
-            del self._leases[session_id]
         if self._closed or self._pool is None:
+            self._leases.held.pop(session_id, None)
             return
         with self._translate("releasing the writer lease", session_id):
-            await self._pool.execute(self._sql.release_lease, session_id, owner)
+            await self._leases.release(self._pool, session_id, owner)
+
+    async def renew_leases(self) -> None:
+        """Extend every lease this store holds; a failure is logged (the next beat retries,
+        and a lease lost meanwhile fences its session at its next write)."""
+        if self._closed:
+            return
+        try:
+            with self._translate("renewing leases"):
+                lost = await self._leases.renew(self._pool)
+        except Exception as exc:  # the heartbeat must outlive any failure: it is retried
+            logger.warning("eventlog: lease heartbeat failed: %s", exc)
+            return
+        for sid in sorted(lost):
+            logger.warning("eventlog: session %r: another host took the writer lease over", sid)
 
     # -- following -----------------------------------------------------------------------------
 
@@ -459,17 +417,4 @@ def _info(record: Any) -> SessionInfo:
         fork_seq=record[4],
         metadata=metadata,
         last_time=record[6],
-    )
-
-
-def _not_found(session_id: str) -> SessionNotFoundError:
-    return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
-
-
-def _busy(session_id: str, writer: str, remaining: float) -> SessionBusyError:
-    return SessionBusyError(
-        f"session {session_id!r} is open for writing by {writer} "
-        f"(its lease runs {remaining:.1f} s more unless renewed)",
-        session_id=session_id,
-        hint="close the other writer, or wait for its lease to expire",
     )

@@ -1,0 +1,86 @@
+"""Writer leases across hosts: a holder and an expiry on the server's clock.
+
+Hosts cannot see each other's processes, so a lease (``sessions.writer`` and
+``sessions.lease_until``) lives ``ttl`` seconds unless renewed. The store holding it renews
+all its leases in one statement every ``ttl / 3`` seconds (and every write round renews the
+leases it writes for). A host that died stops renewing; once its lease has expired another
+host may take the session over. A host that only paused (a long GC, a suspended VM) and wakes
+up after a takeover is fenced by the write round, which checks the lease is still its own.
+
+Driver errors propagate from here; the backend translates them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SessionBusyError, SessionNotFoundError
+from ._pg_sql import Statements
+
+__all__ = ("Leases", "not_found")
+
+
+class Leases:
+    """The leases one store holds.
+
+    :param sql: the store's statements.
+    :param ttl: seconds a lease lives without renewal.
+    """
+
+    def __init__(self, sql: Statements, ttl: float) -> None:
+        self._sql = sql
+        self.ttl = ttl
+        #: session id -> owner token, for every lease this store holds.
+        self.held: dict[str, str] = {}
+
+    def owner(self, session_id: str) -> str:
+        """The owner token this store writes ``session_id`` as (empty when it holds none)."""
+        return self.held.get(session_id, "")
+
+    async def acquire(self, pool: Any, session_id: str, owner: str) -> None:
+        """Take the lease: free, already ours, or expired.
+
+        :raises SessionBusyError: another owner's lease has not expired.
+        :raises SessionNotFoundError: no such session.
+        """
+        sql = self._sql
+        for _ in range(3):
+            if await pool.fetchval(sql.acquire_lease, session_id, owner, self.ttl):
+                self.held[session_id] = owner
+                return
+            holder = await pool.fetchrow(sql.lease_holder, session_id)
+            if holder is None:
+                raise not_found(session_id)
+            writer, remaining = holder
+            if writer is not None and remaining is not None and remaining > 0:
+                raise _busy(session_id, writer, remaining)
+            # Released or expired between the two statements: try again.
+        raise _busy(session_id, "another writer", self.ttl)
+
+    async def release(self, pool: Any, session_id: str, owner: str) -> None:
+        """Give the lease up if ``owner`` holds it."""
+        if self.held.get(session_id) == owner:
+            del self.held[session_id]
+        await pool.execute(self._sql.release_lease, session_id, owner)
+
+    async def renew(self, pool: Any) -> set[str]:
+        """Extend every held lease; return the sessions whose lease another host took."""
+        if not self.held:
+            return set()
+        ids, owners = list(self.held), list(self.held.values())
+        renewed = await pool.fetch(self._sql.renew_leases, ids, owners, self.ttl)
+        return set(ids).difference(r[0] for r in renewed)
+
+
+def not_found(session_id: str) -> SessionNotFoundError:
+    """The error for a session that does not exist."""
+    return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
+
+
+def _busy(session_id: str, writer: str, remaining: float) -> SessionBusyError:
+    return SessionBusyError(
+        f"session {session_id!r} is open for writing by {writer} "
+        f"(its lease runs {remaining:.1f} s more unless renewed)",
+        session_id=session_id,
+        hint="close the other writer, or wait for its lease to expire",
+    )
