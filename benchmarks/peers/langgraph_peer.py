@@ -109,6 +109,7 @@ class LangGraphSync:
     durability = "WAL (library), synchronous=FULL (SQLite default), one put per step"
     validates = "message fields (pydantic, falls back to unvalidated)"
     validating = True
+    concurrent_note = "not run (storage grows as T² per session)"
 
     def write(self, path: Path, turns: int) -> WriteResult:
         with SqliteSaver.from_conn_string(str(path)) as saver:
@@ -147,6 +148,7 @@ class LangGraphAsync:
     durability = "WAL (library), synchronous=FULL (SQLite default), one aput per step"
     validates = "message fields (pydantic, falls back to unvalidated)"
     validating = True
+    concurrent_note = "not run (storage grows as T² per session)"
 
     def write(self, path: Path, turns: int) -> WriteResult:
         return asyncio.run(self._write(path, turns))

@@ -8,8 +8,9 @@ surface index: the least work any store could do to keep the same rows.
 Durability: WAL with ``synchronous=FULL`` set explicitly on the connection, so every turn's
 ``COMMIT`` fsyncs the write-ahead log before it returns (survives power loss).
 
-Concurrent sessions: one thread and one connection per session on the same file; SQLite's
-write lock serializes the commits (``busy_timeout`` 60 s), each its own fsync.
+Concurrent sessions: one thread and one connection per session on the same file; a process
+lock serializes the transactions (waiting on SQLite's own write lock instead would add its
+busy-handler sleeps), each its own fsync.
 
 Load path: one ``SELECT`` ordered by seq and a JSON decode of each row. It validates nothing.
 """
@@ -20,7 +21,9 @@ import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -42,6 +45,7 @@ CREATE TABLE IF NOT EXISTS events (
 """
 _INSERT = "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)"
 _SESSION = "raw-session"
+_NO_LOCK = nullcontext()
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -51,7 +55,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     return connection
 
 
-def _write_turns(connection: sqlite3.Connection, session_id: str, turns: int) -> None:
+def _write_turns(
+    connection: sqlite3.Connection,
+    session_id: str,
+    turns: int,
+    lock: AbstractContextManager[Any] = _NO_LOCK,
+) -> None:
     encode = msgspec.json.encode
     seq = 0
     for turn in range(1, turns + 1):
@@ -60,9 +69,10 @@ def _write_turns(connection: sqlite3.Connection, session_id: str, turns: int) ->
         for type_, data, _surface in turn_events(turn):
             rows.append((session_id, seq, type_, now, encode(data)))
             seq += 1
-        connection.execute("BEGIN IMMEDIATE")
-        connection.executemany(_INSERT, rows)
-        connection.execute("COMMIT")
+        with lock:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.executemany(_INSERT, rows)
+            connection.execute("COMMIT")
 
 
 class RawSQLite:
@@ -91,12 +101,13 @@ class RawSQLite:
         setup.execute(_SCHEMA)
         setup.close()
         start = threading.Barrier(sessions + 1, timeout=120)
+        lock = threading.Lock()
 
         def work(index: int) -> None:
             connection = _connect(path)  # sqlite3 connections stay in their own thread
             try:
                 start.wait()
-                _write_turns(connection, f"{_SESSION}-{index}", turns)
+                _write_turns(connection, f"{_SESSION}-{index}", turns, lock)
             finally:
                 connection.close()
 
