@@ -14,6 +14,7 @@ import os
 import platform
 import sqlite3
 import statistics
+import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -76,6 +77,7 @@ class Meta:
     lengths: list[tuple[int, int]]
     seconds: float
     load_average: tuple[float, float]
+    commit: str = "?"
 
     @classmethod
     def now(
@@ -99,6 +101,7 @@ class Meta:
             lengths=lengths,
             seconds=round(seconds, 1),
             load_average=(round(load_at_start, 2), round(load_average(), 2)),
+            commit=_commit(),
         )
 
 
@@ -283,7 +286,8 @@ def _header(meta: Meta) -> list[str]:
     fewer = [t for t, r in meta.lengths if r < 5]
     out = [
         f"measured {meta.date} on {meta.machine}, {meta.cpus} CPUs, {meta.platform}",
-        f"Python {meta.python}, SQLite {meta.sqlite}, database on {meta.filesystem}",
+        f"Python {meta.python}, SQLite {meta.sqlite}, database on {meta.filesystem}; eventlog "
+        f"commit {meta.commit}",
         f"{runs}; {'--quick' if meta.quick else 'full run'}, {meta.seconds:,.0f} s; 1-minute "
         f"load average {meta.load_average[0]:.1f} at start, {meta.load_average[1]:.1f} at end "
         f"(other work on the machine inflates wall times; CPU columns are this process only)",
@@ -470,6 +474,24 @@ def load_average() -> float:
         return os.getloadavg()[0]
     except OSError:
         return 0.0
+
+
+def _commit() -> str:
+    """The eventlog commit measured: ``BENCH_COMMIT``, else ``git describe`` of this checkout."""
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return described.stdout.strip() or "?"
 
 
 def _version(package: str) -> str:
