@@ -8,7 +8,8 @@ Figures (each the median of several runs, store and raw alternating in the same 
 - the same with ``durability="process-crash"`` (``synchronous_commit=off``);
 - group commit: many sessions written by the background writer, no flush per turn;
 - single-event flush latency p50/p99;
-- four writer processes on four sessions: aggregate throughput.
+- open of an 18,000-event session against a raw select of its rows plus msgspec decode;
+- four writer processes on four sessions: aggregate throughput, and the same with raw asyncpg.
 
 The server is ``EVENTLOG_BENCH_POSTGRES_URL`` (default the local one, database
 ``eventlog_bench``, created when missing); each run works in its own schema, dropped at the end.
@@ -229,11 +230,45 @@ async def _child(schema: str, turns: int) -> None:
     print(f"{start} {end}", flush=True)
 
 
-def processes(schema: str, count: int, turns: int) -> float:
-    """Aggregate events per second of ``count`` writer processes, one session each."""
+async def _raw_child(schema: str, turns: int) -> None:
+    """The same as :func:`_child` with raw asyncpg: one ``executemany`` transaction per turn."""
+    rows = await _encoded_rows(turns)
+    conn = await asyncpg.connect(URL)
+    insert = _RAW_INSERT.format(s=f'"{schema}"')
+    sid = uuid.uuid4().hex
+    try:
+        print("ready", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+        start = time.time()
+        for turn_rows in rows:
+            records = [
+                (
+                    sid,
+                    r.seq,
+                    r.type,
+                    r.time,
+                    r.surface,
+                    r.sources,
+                    r.ignorable,
+                    r.data.decode(),
+                    r.hash,
+                )
+                for r in turn_rows
+            ]
+            async with conn.transaction():
+                await conn.executemany(insert, records)
+        end = time.time()
+    finally:
+        await conn.close()
+    print(f"{start} {end}", flush=True)
+
+
+def processes(schema: str, count: int, turns: int, mode: str = "child") -> float:
+    """Aggregate events per second of ``count`` writer processes, one session each
+    (``mode``: ``child`` through the store, ``raw`` with raw asyncpg)."""
     children = [
         subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.postgres_bench", "child", schema, str(turns)],
+            [sys.executable, "-m", "benchmarks.postgres_bench", mode, schema, str(turns)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -320,14 +355,14 @@ def main(quick: bool = False) -> None:
         print_figure(Figure("  ratio open / raw (paired runs)", ratios, "×"))
         pturns = 25 if quick else 100
         prun = 3 if quick else 5
-        values = [processes(schema, 4, pturns) for _ in range(prun)]
-        print_figure(
-            Figure(
-                f"4 writer processes, 4 sessions, flush per turn ({pturns} turns each)",
-                Stats(tuple(values)),
-                "events/s",
-            )
-        )
+        pairs = [
+            (processes(schema, 4, pturns), processes(schema, 4, pturns, "raw")) for _ in range(prun)
+        ]
+        label = f"4 writer processes, 4 sessions, flush per turn ({pturns} turns each)"
+        print_figure(Figure(f"store: {label}", Stats(tuple(s for s, _ in pairs)), "events/s"))
+        print_figure(Figure(f"raw asyncpg: {label}", Stats(tuple(r for _, r in pairs)), "events/s"))
+        ratios = Stats(tuple(s / r for s, r in pairs))
+        print_figure(Figure("  ratio store / raw (runs one after the other)", ratios, "×"))
     finally:
         anyio.run(_sql, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
@@ -335,5 +370,7 @@ def main(quick: bool = False) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["child"]:
         anyio.run(_child, sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["raw"]:
+        anyio.run(_raw_child, sys.argv[2], int(sys.argv[3]))
     else:
         main(quick="--quick" in sys.argv)
