@@ -145,6 +145,10 @@ def _measure(peer: Peer, root: Path, turns: int, cell: _Cell, run: int) -> None:
     """One run of ``peer`` at ``turns`` turns, added to ``cell`` (or the error recorded)."""
     if cell.error or cell.note.startswith("not run"):
         return
+    runs_cap = getattr(peer, "max_runs", lambda turns: None)(turns)
+    if runs_cap is not None and run >= runs_cap:
+        cell.note = f"{runs_cap} runs (time budget)"
+        return
     path = root / f"{type(peer).__name__}-{turns}-{run}.db"
     limit = peer.max_turns()
     try:

@@ -134,3 +134,7 @@ class LangGraphDeltaGraph:
 
     def max_turns(self) -> int | None:
         return MAX_TURNS
+
+    def max_runs(self, turns: int) -> int | None:
+        """Fewer runs of the long sessions, each of which takes tens of seconds."""
+        return 3 if turns > 100 else None
