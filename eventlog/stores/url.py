@@ -24,7 +24,9 @@ def open_store(url: str, **options: Any) -> LogStore:
     Store options: ``types`` (an :class:`EventTypes`), ``write_delay`` (seconds, default 0.01),
     ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB). Backend
     options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for SQLite and
-    PostgreSQL; ``data`` (a :class:`MemoryData`) for ``memory:``.
+    PostgreSQL; ``data`` (a :class:`MemoryData`) for ``memory:``; for PostgreSQL also
+    ``lease_ttl`` (seconds a writer lease outlives its host, default 10), ``schema`` (default
+    ``public``, or ``?schema=`` in the URL), ``pool_size`` and ``connect_timeout``.
 
     :raises ValidationError: the URL's scheme is not supported or an option is unknown.
     """
@@ -35,7 +37,9 @@ def open_store(url: str, **options: Any) -> LogStore:
     if types is not None and not isinstance(types, EventTypes):
         raise ValidationError("option types must be an EventTypes registry")
     backend = _backend_for(url, options)
-    return LogStore(backend, url=url, **store_options)
+    # A PostgreSQL URL may carry a password: reprs and messages show it masked.
+    shown = getattr(backend, "display_url", url)
+    return LogStore(backend, url=shown, **store_options)
 
 
 def _backend_for(url: str, options: dict[str, Any]) -> Backend:
