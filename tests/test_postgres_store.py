@@ -76,9 +76,9 @@ def test_options_are_checked_and_the_password_never_shown() -> None:
     url = "postgresql://app:s3cret@db.example:5432/sessions?schema=tenant_a"
     backend = PostgresBackend(url)
     assert (backend.schema, backend.durability, backend.lease_ttl) == ("tenant_a", "power-loss", 10)
-    assert repr(backend) == (
-        "<PostgresBackend 'postgresql://app:***@db.example:5432/sessions' schema='tenant_a'>"
-    )
+    shown = "postgresql://app:***@db.example:5432/sessions?schema=tenant_a"
+    assert repr(backend) == f"<PostgresBackend {shown!r} schema='tenant_a'>"
+    assert repr(open_store(url)) == f"<LogStore {shown!r} open_sessions=0>"
     with pytest.raises(ValidationError, match="durability must be 'power-loss' or 'process-c"):
         PostgresBackend(url, durability="fast")
     with pytest.raises(ValidationError, match="lease_ttl must be a positive number of seconds"):

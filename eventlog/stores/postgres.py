@@ -386,7 +386,7 @@ def _split_url(url: str) -> tuple[str, str | None, str]:
     netloc = parts.netloc
     if parts.password is not None:
         netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    return dsn, schema, urlunsplit(parts._replace(netloc=netloc, query=rest))
+    return dsn, schema, urlunsplit(parts._replace(netloc=netloc))
 
 
 def _row_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
