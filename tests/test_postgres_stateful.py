@@ -62,5 +62,5 @@ TestPostgresAgainstModel = store_machine(postgres_storage).TestCase
 TestPostgresAgainstModel.settings = settings(
     TestPostgresAgainstModel.settings,
     stateful_step_count=25,
-    max_examples=settings().max_examples if SOAK else 12,
+    max_examples=settings().max_examples if SOAK else 20,
 )
