@@ -162,21 +162,41 @@ async def group_commit(schema: str, sessions: int, turns: int) -> float:
     return sessions * turns * EVENTS_PER_TURN / elapsed
 
 
-async def flush_latency(schema: str, count: int) -> list[float]:
-    """Seconds per single-event append-and-flush."""
+async def flush_latency(schema: str, count: int) -> tuple[list[float], list[float]]:
+    """Seconds per single-event append-and-flush, and per raw single-row insert commit
+    (autocommit, the same row), alternating."""
     from eventlog import APPEND, Message, UserMessage
 
-    async with open_store(_store_url(schema)) as store:
-        session = await store.create()
-        times = []
-        for i in range(count):
-            start = time.perf_counter()
-            session.append(
-                "user/message", UserMessage(message=Message.user(f"m{i}")), surface=APPEND
-            )
-            await session.flush()
-            times.append(time.perf_counter() - start)
-    return times
+    conn = await asyncpg.connect(URL)
+    insert = _RAW_INSERT.format(s=f'"{schema}"')
+    sid = uuid.uuid4().hex
+    try:
+        async with open_store(_store_url(schema)) as store:
+            session = await store.create()
+            times, raw = [], []
+            for i in range(count):
+                start = time.perf_counter()
+                session.append(
+                    "user/message", UserMessage(message=Message.user(f"m{i}")), surface=APPEND
+                )
+                await session.flush()
+                times.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                await conn.execute(insert, sid, i, "user/message", 0, None, "[]", False, "{}", b"")
+                raw.append(time.perf_counter() - start)
+    finally:
+        await conn.close()
+    return times, raw
+
+
+def _percentiles(label: str, values: list[float]) -> None:
+    ordered = sorted(values)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    print(
+        f"{label:<58} p50 {statistics.median(values) * 1e3:.3f} ms, p99 {p99 * 1e3:.3f} ms "
+        f"({len(values)} samples)",
+        flush=True,
+    )
 
 
 async def open_times(schema: str, turns: int, runs: int) -> tuple[list[float], list[float]]:
@@ -336,14 +356,9 @@ def main(quick: bool = False) -> None:
                 "events/s",
             )
         )
-        latencies = anyio.run(flush_latency, schema, 100 if quick else 500)
-        ordered = sorted(latencies)
-        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-        print(
-            f"{'single-event flush latency':<58} p50 {statistics.median(latencies) * 1e3:.3f} ms, "
-            f"p99 {p99 * 1e3:.3f} ms ({len(latencies)} flushes)",
-            flush=True,
-        )
+        latencies, raw_latencies = anyio.run(flush_latency, schema, 100 if quick else 500)
+        _percentiles("single-event flush latency (power-loss)", latencies)
+        _percentiles("  raw single-row insert commit latency", raw_latencies)
         oturns = 200 if quick else 1000
         store_open, raw_open = anyio.run(open_times, schema, oturns, runs)
         events = oturns * EVENTS_PER_TURN

@@ -216,6 +216,59 @@ async def test_a_round_whose_commit_landed_unseen_is_not_written_twice(schema: s
         assert (await backend.get_session("s")).head == 3
 
 
+async def test_two_rounds_expecting_the_same_head_exactly_one_moves_it(
+    schema: str, side: Any
+) -> None:
+    async with _store(schema) as first, _store(schema) as second:
+        await first.create(session_id="s")
+        await first.create(session_id="other")
+        # Both stores write as the same lease owner: only the tail check can tell them apart.
+        owner = first._owner
+        for sid in ("s", "other"):
+            await _backend(second).acquire_lease(sid, owner)
+        rows = {
+            name: make_row(b"", 0, "user/message", 1, APPEND, (), False, f'"{name}"'.encode())
+            for name in ("a", "b")
+        }
+        bystander = make_row(b"", 0, "user/message", 1, APPEND, (), False, b'"c"')
+        # Hold the session row so that both rounds queue up behind it, then let them race.
+        lock = side.transaction()
+        await lock.start()
+        await side.execute("SELECT 1 FROM sessions WHERE id = 's' FOR UPDATE")
+        results: dict[str, Any] = {}
+
+        async def write(name: str, store: LogStore, batches: list[Batch]) -> None:
+            results[name] = await _backend(store).write(batches)
+
+        writers = [_backend(store)._write_conn.get_server_pid() for store in (first, second)]
+
+        async def queued() -> bool:
+            return bool(
+                await side.fetchval(
+                    "SELECT count(DISTINCT pid) = 2 FROM pg_locks "
+                    "WHERE NOT granted AND pid = ANY ($1::int[])",
+                    writers,
+                )
+            )
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(write, "a", first, [Batch("s", -1, [rows["a"]])])
+                tg.start_soon(
+                    write,
+                    "b",
+                    second,
+                    [Batch("other", -1, [bystander]), Batch("s", -1, [rows["b"]])],
+                )
+                await _wait_until(queued, "both rounds wait for the row")
+                await lock.rollback()
+        # Exactly one round moved the head; the loser's bystander was written all the same.
+        assert sorted(map(sorted, results.values())) == [[], ["s"]]
+        stored = await side.fetch("SELECT session_id, data FROM events ORDER BY session_id")
+        winner = "a" if results["a"] == set() else "b"
+        assert [tuple(r) for r in stored] == [("other", '"c"'), ("s", f'"{winner}"')]
+
+
 async def test_a_lost_lease_fences_the_writer_even_before_the_tail_moves(
     schema: str, side: Any
 ) -> None:

@@ -64,11 +64,15 @@ CREATE TABLE IF NOT EXISTS {s}.events (
 );
 """
 
-# One write round. Sessions are locked in id order so that concurrent rounds (other hosts)
-# never deadlock. A batch is written when its session's lease is ours and the stored head is
-# the expected one; or, when a round's commit landed but its reply was lost and the writer
-# retries, when the stored head falls inside the batch with our hash at that seq: then only
-# the rows after it are inserted. Every other batch is a conflict and is returned.
+# One write round. A batch is written when its session's lease is still its writer's and the
+# stored head is the one it expects: the conditional UPDATE is the tail check and the row lock
+# at once (in READ COMMITTED an UPDATE that waited for a concurrent round re-checks its
+# condition on the row that round committed, so exactly one of two rounds expecting the same
+# head moves it). Rarely, a round whose commit landed but whose reply was lost is retried: the
+# stored head then falls inside the batch with our hash at that seq, and only the rows after
+# it are inserted. Every other batch is a conflict and is returned. (Sessions come sorted by
+# id, so concurrent rounds lock rows in the same order.)
+#
 # It notifies followers only when given a channel: PostgreSQL serialises the commits of
 # notifying transactions across the whole cluster (a lock held until after the commit's WAL
 # flush), which with synchronous_commit=on would serialise the writers of every host (measured:
@@ -86,18 +90,41 @@ CREATE OR REPLACE FUNCTION {s}.eventlog_write(
 DECLARE
     v_ok text[];
     v_from bigint[];
+    v_retried text[];
+    v_retried_from bigint[];
 BEGIN
-    PERFORM 1 FROM {s}.sessions WHERE id = ANY (p_ids) ORDER BY id FOR UPDATE;
-    SELECT coalesce(array_agg(b.id), '{{}}'), coalesce(array_agg(s.head), '{{}}')
-      INTO v_ok, v_from
-      FROM unnest(p_ids, p_owners, p_expected) AS b(id, owner, expected)
-      JOIN {s}.sessions AS s ON s.id = b.id AND s.writer = b.owner
-     WHERE s.head = b.expected
-        OR (s.head > b.expected AND EXISTS (
-              SELECT 1
-                FROM unnest(r_sid, r_seq, r_hash) AS r(sid, seq, hash)
-                JOIN {s}.events AS e ON e.session_id = r.sid AND e.seq = r.seq
-               WHERE r.sid = b.id AND r.seq = s.head AND e.hash = r.hash));
+    WITH moved AS (
+        UPDATE {s}.sessions AS s
+           SET head = b.last,
+               lease_until = clock_timestamp() + p_ttl * interval '1 second'
+          FROM unnest(p_ids, p_owners, p_expected, p_last) AS b(id, owner, expected, last)
+         WHERE s.id = b.id AND s.writer = b.owner AND s.head = b.expected
+     RETURNING s.id, b.expected)
+    SELECT coalesce(array_agg(id), '{{}}'), coalesce(array_agg(expected), '{{}}')
+      INTO v_ok, v_from FROM moved;
+    IF cardinality(v_ok) < cardinality(p_ids) THEN
+        WITH recognised AS (
+            SELECT s.id, s.head
+              FROM {s}.sessions AS s
+              JOIN unnest(p_ids, p_owners, p_expected, p_last) AS b(id, owner, expected, last)
+                ON s.id = b.id AND s.writer = b.owner
+             WHERE s.id <> ALL (v_ok) AND s.head > b.expected AND s.head <= b.last
+               AND EXISTS (
+                   SELECT 1
+                     FROM unnest(r_sid, r_seq, r_hash) AS r(sid, seq, hash)
+                     JOIN {s}.events AS e ON e.session_id = r.sid AND e.seq = r.seq
+                    WHERE r.sid = s.id AND r.seq = s.head AND e.hash = r.hash)
+               FOR UPDATE OF s)
+        SELECT coalesce(array_agg(id), '{{}}'), coalesce(array_agg(head), '{{}}')
+          INTO v_retried, v_retried_from FROM recognised;
+        UPDATE {s}.sessions AS s
+           SET head = b.last,
+               lease_until = clock_timestamp() + p_ttl * interval '1 second'
+          FROM unnest(p_ids, p_last) AS b(id, last)
+         WHERE s.id = b.id AND s.id = ANY (v_retried);
+        v_ok := v_ok || v_retried;
+        v_from := v_from || v_retried_from;
+    END IF;
     INSERT INTO {s}.events
          (session_id, seq, type, time, surface, sources, ignorable, data, hash)
     SELECT r.*
@@ -106,11 +133,6 @@ BEGIN
                                data, hash)
       JOIN unnest(v_ok, v_from) AS ok(id, from_seq) ON ok.id = r.session_id
      WHERE r.seq > ok.from_seq;
-    UPDATE {s}.sessions AS s
-       SET head = greatest(s.head, t.last),
-           lease_until = clock_timestamp() + p_ttl * interval '1 second'
-      FROM unnest(p_ids, p_last) AS t(id, last)
-     WHERE s.id = t.id AND t.id = ANY (v_ok);
     IF p_channel IS NOT NULL THEN
         PERFORM pg_notify(p_channel, ok.id) FROM unnest(v_ok) AS ok(id);
     END IF;

@@ -285,6 +285,7 @@ class PostgresBackend:
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         self._check_open()
+        batches = sorted(batches, key=lambda b: b.session_id)  # one lock order for every host
         ids = [b.session_id for b in batches]
         owners = [self._leases.owner(b.session_id) for b in batches]
         expected = [b.expected_head for b in batches]
