@@ -110,6 +110,23 @@ async def test_payloads_are_json_text_that_auditors_can_query(tmp_path: Path) ->
     assert found == [("text", "héllo \u2603", 0)]
 
 
+async def test_odd_and_large_payloads_come_back_byte_exact(tmp_path: Path) -> None:
+    texts = [
+        "",
+        "\x00 nul, \u2028 line separator, \U0001f389 emoji",
+        '"quoted" \\',
+        "x" * 1_000_000,
+    ]
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        session = await store.create(session_id="s")
+        for text in texts:
+            say(session, text)
+        await session.flush()
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        again = await store.open("s")  # verifies every hash: the bytes are exactly the same
+        assert [e.data.message.text for e in again.events()] == texts
+
+
 async def test_a_newer_format_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     async with open_store(f"sqlite:///{path}"):

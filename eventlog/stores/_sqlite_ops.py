@@ -35,22 +35,41 @@ __all__ = (
     "write_batches",
 )
 
+# A batch is one statement: the envelope columns travel as one JSON array, payloads and hashes
+# as two concatenated blobs sliced by offset. One `sqlite3_step` per batch means the worker
+# thread takes the GIL back once, not once per row: with `executemany` a busy event loop made
+# the writer wait for the GIL after every row (a 10,800-row batch took seconds, not 70 ms).
 _INSERT = (
     "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
+    "SELECT ?1, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), "
+    "json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
+    "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
+    "CAST(substr(?3, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "
+    "substr(?4, json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]')) "
+    "FROM json_each(?2) AS j"
 )
 _SELECT_ROWS = (
     "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
 )
 _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
+_encoder = msgspec.json.Encoder()
 
 
-def _params(session_id: str, rows: Sequence[Row]) -> list[tuple[Any, ...]]:
-    return [
-        (session_id, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, r.hash)
-        for r in rows
-    ]
+def _packed(session_id: str, rows: Sequence[Row]) -> tuple[str, str, bytes, bytes]:
+    """The parameters of :data:`_INSERT` for ``rows`` (the JSON bound as TEXT: SQLite 3.45+
+    would read a BLOB as its binary JSONB format)."""
+    envelopes = []
+    data_at = hash_at = 1  # substr() counts from 1
+    for r in rows:
+        size, hash_size = len(r.data), len(r.hash)
+        envelope = (r.seq, r.type, r.time, r.surface, r.sources, r.ignorable)
+        envelopes.append((*envelope, data_at, size, hash_at, hash_size))
+        data_at += size
+        hash_at += hash_size
+    data = b"".join([r.data for r in rows])
+    envelopes_json = _encoder.encode(envelopes).decode()
+    return session_id, envelopes_json, data, b"".join([r.hash for r in rows])
 
 
 def _not_found(session_id: str) -> SessionNotFoundError:
@@ -72,7 +91,7 @@ def write_batches(connection: sqlite3.Connection, batches: Sequence[Batch]) -> l
             if moved.rowcount != 1:
                 conflicts.append(session_id)
                 continue
-            connection.executemany(_INSERT, _params(session_id, rows))
+            connection.execute(_INSERT, _packed(session_id, rows))
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
@@ -103,7 +122,8 @@ def insert_session(
             raise SessionExistsError(
                 f"session {record.id!r} already exists", session_id=record.id
             ) from exc
-        connection.executemany(_INSERT, _params(record.id, rows))
+        if rows:
+            connection.execute(_INSERT, _packed(record.id, rows))
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
