@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Short leases so that takeovers happen within the test; hosts renew every third of it.
-LEASE_TTL = 1.5
+LEASE_TTL = 2.5
 
 
 class Child:

@@ -288,7 +288,7 @@ async def test_a_lost_lease_fences_the_writer_even_before_the_tail_moves(
 
 
 async def test_the_heartbeat_keeps_a_lease_alive_past_its_ttl(schema: str, side: Any) -> None:
-    async with _store(schema, lease_ttl=0.6) as store, _store(schema, lease_ttl=0.6) as other:
+    async with _store(schema, lease_ttl=1.5) as store, _store(schema, lease_ttl=1.5) as other:
         await store.create(session_id="s")
         first = await side.fetchval("SELECT lease_until FROM sessions")
 
