@@ -62,7 +62,7 @@ class SQLiteWorker:
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
         try:
-            await self.wait(self._enqueue(self._open))
+            await self._submit(self._open)
         except BaseException:
             await self.close()
             raise
@@ -78,27 +78,14 @@ class SQLiteWorker:
 
         :raises ClosedError: the worker was closed.
         """
-        return await self.wait(self.submit(fn, *args))
-
-    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Queue ``fn(connection, *args)`` and return its future without waiting (to overlap
-        the next read with the caller's work). Await it with :meth:`wait`, or cancel it.
-
-        :raises ClosedError: the worker was closed.
-        """
         if self._closed:
             raise ClosedError(f"SQLite connection {self._name!r} is closed")
-        return self._enqueue(fn, *args)
+        return await self._submit(fn, *args)
 
-    def _enqueue(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    async def _submit(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._queue.put((fn, args, loop, future))
-        return future
-
-    @staticmethod
-    async def wait(future: asyncio.Future[T]) -> T:
-        """The result of a submitted call (see :meth:`call` about cancellation)."""
         with anyio.CancelScope(shield=True):
             result = await future
         return result
@@ -128,7 +115,7 @@ class SQLiteWorker:
         thread = self._thread
         if thread is not None and thread.is_alive():
             try:
-                await self.wait(self._enqueue(self._close_connection))
+                await self._submit(self._close_connection)
             finally:
                 self._queue.put(None)
                 # The thread has answered its last call and is exiting: joining is immediate.
