@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +33,11 @@ def flip_byte(path: Path, session_id: str, seq: int) -> None:
 
 class TestSQLiteConformance(StoreConformance):
     @pytest.fixture(autouse=True)
-    def _location(self, tmp_path: Path) -> None:
+    def _location(self, tmp_path: Path) -> Iterator[None]:
         self.path = tmp_path / "sessions.db"
+        yield
+        # Every store a test opened was closed with all its connections and threads.
+        assert [t.name for t in threading.enumerate() if t.name.startswith("eventlog-sqlite")] == []
 
     def make_store(self, **options: Any) -> LogStore:
         return open_store(f"sqlite:///{self.path}", **options)
