@@ -3,14 +3,14 @@
 ``open_store("postgresql://user@host:port/db")`` (options below) gives the same guarantees as
 the SQLite store, across machines:
 
-- **Group commit.** A write round is one call of a server-side function on a dedicated
-  connection: one round trip and one transaction for every pending event of every session.
+- **Group commit.** A write round is one statement on a dedicated connection: one round trip
+  and one transaction for every pending event of every session.
   ``synchronous_commit`` is on (``durability="power-loss"``, the default) or off
   (``"process-crash"``: a crash of the app loses nothing, a crash of the server may lose the
   last rounds).
-- **One writer per session.** The round locks its sessions (``SELECT … FOR UPDATE``) and
-  writes a batch only if the stored head is the one its writer expects *and* the lease is
-  still its own; otherwise the batch is a conflict and that session is fenced.
+- **One writer per session.** The round moves a session's head (an ``UPDATE`` that locks
+  its row) and writes its batch only if the stored head is the one its writer expects *and*
+  the lease is still its own; otherwise the batch is a conflict and that session is fenced.
 - **Leases across hosts.** Hosts cannot see each other's processes, so a lease has an expiry
   on the server's clock, renewed by a heartbeat every ``lease_ttl / 3`` seconds (and by every
   write). A host that died stops renewing; after ``lease_ttl`` another host may take over.
@@ -286,39 +286,70 @@ class PostgresBackend:
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         self._check_open()
         batches = sorted(batches, key=lambda b: b.session_id)  # one lock order for every host
-        ids = [b.session_id for b in batches]
-        owners = [self._leases.owner(b.session_id) for b in batches]
-        expected = [b.expected_head for b in batches]
-        last = [b.rows[-1].seq for b in batches]
-        sids = [b.session_id for b in batches for _ in b.rows]
-        rows = [row for b in batches for row in b.rows]
-        count = len(rows)
+        count = sum(len(b.rows) for b in batches)
         with self._translate(f"writing {count} events of {len(batches)} sessions"):
             conn = await self._write_connection()
             try:
-                conflicts = await conn.fetchval(
-                    self._sql.write,
-                    ids,
-                    owners,
-                    expected,
-                    last,
-                    self.lease_ttl,
-                    sids,
-                    *_row_columns(rows),
-                    self._sql.channel if self._notify_in_transaction else None,
-                )
+                conflicts = await self._write_round(conn, batches)
+                if conflicts:
+                    conflicts = await self._resume_landed(conn, batches, conflicts)
             except BaseException:
                 # The connection is in doubt (lost, or mid-statement): use a fresh one next
                 # round. The retry is safe: a round that did commit is recognised by its hashes.
                 self._drop_write_connection()
                 raise
-        written = set(ids).difference(conflicts)
+        written = {b.session_id for b in batches}.difference(conflicts)
         self._listener.wake(written)  # followers in this process need no round trip
         if not self._notify_in_transaction:
             self._notifier.changed(written)
             if not self._background:
                 await self._notifier.send()
+        return conflicts
+
+    async def _write_round(self, conn: Any, batches: Sequence[Batch]) -> set[str]:
+        """Write ``batches`` in one statement; return the sessions in conflict."""
+        rows = [row for b in batches for row in b.rows]
+        conflicts, _ = await conn.fetchrow(
+            self._sql.write,
+            [b.session_id for b in batches],
+            [self._leases.owner(b.session_id) for b in batches],
+            [b.expected_head for b in batches],
+            [b.rows[-1].seq for b in batches],
+            self.lease_ttl,
+            [b.session_id for b in batches for _ in b.rows],
+            *_row_columns(rows),
+            self._sql.channel if self._notify_in_transaction else None,
+        )
         return set(conflicts)
+
+    async def _resume_landed(
+        self, conn: Any, batches: Sequence[Batch], conflicts: set[str]
+    ) -> set[str]:
+        """Of the sessions in conflict, those whose earlier round committed although its reply
+        was lost (the stored head lies inside the batch and its hash is ours) are not
+        conflicts: the rest of their batch is written. Return the remaining conflicts."""
+        doubtful = [b for b in batches if b.session_id in conflicts]
+        stored = {
+            sid: (head, digest)
+            for sid, head, digest in await conn.fetch(
+                self._sql.stored_heads,
+                [b.session_id for b in doubtful],
+                [self._leases.owner(b.session_id) for b in doubtful],
+            )
+        }
+        landed: set[str] = set()
+        rest: list[Batch] = []
+        for batch in doubtful:
+            head, digest = stored.get(batch.session_id, (None, None))
+            first, last = batch.rows[0].seq, batch.rows[-1].seq
+            if head is None or not first <= head <= last or batch.rows[head - first].hash != digest:
+                continue
+            landed.add(batch.session_id)
+            if head < last:
+                rest.append(Batch(batch.session_id, head, batch.rows[head - first + 1 :]))
+        if rest:
+            landed -= await self._write_round(conn, rest)
+        return conflicts - landed
 
     async def _write_connection(self) -> Any:
         conn = self._write_conn
