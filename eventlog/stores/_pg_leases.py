@@ -67,9 +67,13 @@ class Leases:
         """Extend every held lease; return the sessions whose lease another host took."""
         if not self.held:
             return set()
-        ids, owners = list(self.held), list(self.held.values())
-        renewed = await pool.fetch(self._sql.renew_leases, ids, owners, self.ttl)
-        return set(ids).difference(r[0] for r in renewed)
+        held = dict(self.held)
+        renewed = await pool.fetch(
+            self._sql.renew_leases, list(held), list(held.values()), self.ttl
+        )
+        # A lease released while the renewal ran was not taken: only those still held count.
+        missing = set(held).difference(r[0] for r in renewed)
+        return {sid for sid in missing if self.held.get(sid) == held[sid]}
 
 
 def not_found(session_id: str) -> SessionNotFoundError:
