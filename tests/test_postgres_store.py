@@ -12,6 +12,7 @@ import pytest
 
 from eventlog import (
     APPEND,
+    CorruptLogError,
     EventLogError,
     Message,
     Session,
@@ -474,3 +475,6 @@ async def test_listing_reports_a_session_whose_metadata_is_damaged(schema: str, 
         infos = await store.list()
     assert [(i.id, i.error is not None) for i in infos] == [("a", True), ("b", False)]
     assert msgspec.to_builtins(infos[1].metadata) == {"k": "v"}
+    async with _store(schema) as store:
+        with pytest.raises(CorruptLogError, match="session 'a': stored metadata does not decode"):
+            await store.open("a")

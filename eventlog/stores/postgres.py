@@ -37,11 +37,7 @@ import msgspec
 from anyio.abc import TaskStatus
 
 from ..codec import Row
-from ..errors import (
-    ClosedError,
-    SessionExistsError,
-    ValidationError,
-)
+from ..errors import ClosedError, CorruptLogError, SessionExistsError, ValidationError
 from ..writer import Batch
 from ._pg_errors import DRIVER_ERRORS, translate
 from ._pg_leases import Leases, not_found
@@ -68,8 +64,8 @@ class PostgresBackend:
     :param lease_ttl: seconds a writer lease lives without renewal; another host may take a
         session over this long after its writer died.
     :param schema: the schema holding the tables (created on first use); ``public`` default.
-    :param pool_size: connections for reads and lease calls (the writer and the listener each
-        have one more of their own).
+    :param pool_size: connections for reads and lease calls (the writer, the listener and the
+        notifier each have one more of their own).
     :param connect_timeout: seconds to wait for a connection.
     :raises ValidationError: an option is unknown or out of range.
     """
@@ -227,12 +223,20 @@ class PostgresBackend:
             found = await self._pool.fetchrow(self._sql.get_session, session_id)
         if found is None:
             raise not_found(session_id)
+        try:
+            metadata = _metadata_decoder.decode(found[4])
+        except msgspec.DecodeError as exc:
+            raise CorruptLogError(
+                f"session {session_id!r}: stored metadata does not decode: {exc}",
+                session_id=session_id,
+                hint="the sessions row was altered outside eventlog",
+            ) from exc
         return SessionRecord(
             id=found[0],
             created_at=found[1],
             parent_id=found[2],
             fork_seq=found[3],
-            metadata=_metadata_decoder.decode(found[4]),
+            metadata=metadata,
             head=found[5],
         )
 
