@@ -88,6 +88,13 @@ class SurfaceIndex:
         """Open tool calls over the nodes before ``position``."""
         return self._balances[position - 1] if position > 0 else 0
 
+    def append_node(self, seq: int, delta: int) -> None:
+        """Append ``seq`` with its call/result ``delta`` (loading a stored, valid log)."""
+        self._deltas[seq] = delta
+        self._positions[seq] = len(self._nodes)
+        self._balances.append((self._balances[-1] if self._balances else 0) + delta)
+        self._nodes.append(seq)
+
     def apply(self, transition: SurfaceTransition) -> None:
         """Apply a transition planned against this very state (O(1) for an append)."""
         seq, first, last = transition.seq, transition.first, transition.last

@@ -25,14 +25,14 @@ from ..errors import (
     CorruptLogError,
     EventLogError,
     SessionBusyError,
-    SurfaceError,
     ValidationError,
 )
 from ..event import Event
 from ..ids import new_session_id, validate_session_id
+from ..loader import LogLoader
 from ..registry import EventTypes
 from ..session import DEFAULT_MAX_EVENT_BYTES, Session
-from ..surface import SurfaceIndex, plan_transition
+from ..surface import SurfaceIndex
 from ..vocabulary import SessionForked
 from ..writer import Writer
 from .base import Backend, SessionInfo, SessionRecord
@@ -229,49 +229,17 @@ class LogStore:
 
     async def _load(self, sid: str, *, salvage: bool) -> tuple[list[Event], bytes, SurfaceIndex]:
         """Decode, verify and fold a stored log (see :meth:`Store.open`)."""
-        events: list[Event] = []
-        surface = SurfaceIndex()
-        last_hash = GENESIS_HASH
+        loader = LogLoader(self.types, sid)
         try:
             async for chunk in self.backend.read_rows(sid, 0, None):
-                for row in chunk:
-                    last_hash = self._load_row(sid, row, events, surface, last_hash)
+                loader.feed(chunk)
         except CorruptLogError:
             if not salvage:
                 raise
         except EventLogError as exc:
             if not salvage or exc.seq is None:
                 raise
-        return events, last_hash, surface
-
-    def _load_row(
-        self, sid: str, row: Row, events: list[Event], surface: SurfaceIndex, prev: bytes
-    ) -> bytes:
-        last_hash = verify_rows([row], prev, len(events), session_id=sid)
-        event = decode_event(row, self.types, session_id=sid)
-        if event.surface is not None:
-            try:
-                surface.apply(
-                    plan_transition(
-                        surface,
-                        seq=event.seq,
-                        type_=event.type,
-                        data=event.data,
-                        op=event.surface,
-                        sources=event.sources,
-                        session_id=sid,
-                        payload_of=lambda seq: events[seq].data,
-                    )
-                )
-            except (SurfaceError, AttributeError) as exc:
-                raise CorruptLogError(
-                    f"session {sid!r}, seq {event.seq}: stored surface operation is invalid: {exc}",
-                    session_id=sid,
-                    seq=event.seq,
-                    hint="open with salvage=True to read the events before it",
-                ) from exc
-        events.append(event)
-        return last_hash
+        return loader.events, loader.last_hash, loader.surface
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()

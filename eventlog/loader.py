@@ -1,0 +1,149 @@
+"""Loading a stored log: verify the hash chain, decode, and rebuild the surface index.
+
+The loop is the hot path of ``Store.open`` (DESIGN §5: open must cost little more than a raw
+select plus decode), so it is written flat, with locals, and falls back to the general (slower,
+fully explaining) functions only when a row fails, to produce the exact error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import msgspec
+
+from .codec import GENESIS_HASH, Row, decode_event, verify_rows
+from .errors import CorruptLogError, SurfaceError
+from .event import APPEND, Event, Replace, SurfaceOp
+from .message import ToolCallPart, ToolResultPart
+from .registry import EventTypes
+from .surface import SurfaceIndex, plan_transition
+
+__all__ = ("LogLoader",)
+
+_sources_decoder = msgspec.json.Decoder(tuple[int, ...])
+
+
+class LogLoader:
+    """Folds stored rows, chunk by chunk, into events, the chain head and the surface index.
+
+    :ivar events: the events loaded so far (all verified).
+    :ivar last_hash: the chain hash of the last loaded event.
+    """
+
+    def __init__(self, types: EventTypes, session_id: str) -> None:
+        self.types = types
+        self.session_id = session_id
+        self.events: list[Event] = []
+        self.surface = SurfaceIndex()
+        self.last_hash = GENESIS_HASH
+
+    def feed(self, rows: Sequence[Row]) -> None:
+        """Load the next consecutive rows.
+
+        :raises CorruptLogError: a row's seq, hash, payload or surface operation is bad; the
+            rows before it are loaded.
+        :raises UnsupportedFormatError: a row has an unknown, non-ignorable type.
+        """
+        events = self.events
+        append_event = events.append
+        get_type = self.types.get
+        surface = self.surface
+        blake2b = hashlib.blake2b
+        decode_sources = _sources_decoder.decode
+        prev = self.last_hash
+        seq = len(events)
+        for row in rows:
+            row_seq, type_, time_, surface_text, sources_text = (
+                row.seq,
+                row.type,
+                row.time,
+                row.surface,
+                row.sources,
+            )
+            ignorable, data = row.ignorable, row.data
+            # Same bytes as codec.chain_hash, inlined.
+            head = (
+                f"{row_seq}\x1f{type_}\x1f{time_}\x1f{surface_text or ''}\x1f"
+                f"{sources_text}\x1f{int(ignorable)}\x1f"
+            )
+            digest = blake2b(prev + head.encode() + data, digest_size=32).digest()
+            info = get_type(type_)
+            if row_seq != seq or digest != row.hash or info is None:
+                self._fail(row, prev, seq)  # raises the precise error (or decodes Unknown)
+                event = decode_event(row, self.types, session_id=self.session_id)
+            else:
+                try:
+                    payload = info.decoder.decode(data)
+                    op: SurfaceOp | None = (
+                        None
+                        if surface_text is None
+                        else APPEND
+                        if surface_text == "append"
+                        else _replace(surface_text)
+                    )
+                    sources = () if sources_text == "[]" else decode_sources(sources_text)
+                except (msgspec.DecodeError, ValueError):
+                    # decode_event raises the CorruptLogError that explains this row.
+                    decode_event(row, self.types, session_id=self.session_id)
+                    raise
+                event = Event(
+                    seq=row_seq,
+                    type=type_,
+                    time=time_,
+                    data=payload,
+                    surface=op,
+                    sources=sources,
+                    ignorable=ignorable,
+                )
+            if event.surface is not None:
+                self._fold_surface(surface, event, events)
+            append_event(event)
+            prev = digest
+            seq += 1
+            self.last_hash = prev
+
+    def _fail(self, row: Row, prev: bytes, seq: int) -> None:
+        # Raises CorruptLogError for a bad seq or hash, naming the seq.
+        verify_rows([row], prev, seq, session_id=self.session_id)
+
+    def _fold_surface(self, surface: SurfaceIndex, event: Event, events: list[Event]) -> None:
+        if event.surface is APPEND:
+            message = getattr(event.data, "message", None)
+            if message is not None:
+                delta = 0
+                for part in message.content:
+                    if type(part) is ToolCallPart:
+                        delta += 1
+                    elif type(part) is ToolResultPart:
+                        delta -= 1
+                surface.append_node(event.seq, delta)
+                return
+        try:
+            surface.apply(
+                plan_transition(
+                    surface,
+                    seq=event.seq,
+                    type_=event.type,
+                    data=event.data,
+                    op=event.surface or APPEND,
+                    sources=event.sources,
+                    session_id=self.session_id,
+                    payload_of=lambda seq: events[seq].data,
+                )
+            )
+        except (SurfaceError, AttributeError) as exc:
+            raise CorruptLogError(
+                f"session {self.session_id!r}, seq {event.seq}: stored surface operation is "
+                f"invalid: {exc}",
+                session_id=self.session_id,
+                seq=event.seq,
+                hint="open with salvage=True to read the events before it",
+            ) from exc
+
+
+def _replace(text: str) -> Replace:
+    kind, start, end = text.split(":")
+    if kind != "replace":
+        raise ValueError(f"unknown surface operation {text!r}")
+    return Replace(int(start), int(end))
