@@ -84,6 +84,8 @@ def test_options_are_checked_and_the_password_never_shown() -> None:
         PostgresBackend(url, durability="fast")
     with pytest.raises(ValidationError, match="lease_ttl must be a positive number of seconds"):
         PostgresBackend(url, lease_ttl=0)
+    with pytest.raises(ValidationError, match="command_timeout must be a positive number"):
+        PostgresBackend(url, command_timeout=-1)
     with pytest.raises(ValidationError, match=r"unknown option\(s\) for 'postgresql://app:\*\*\*@"):
         open_store(url, fsync=True)
 
@@ -191,6 +193,25 @@ async def test_connection_loss_during_a_flush_keeps_the_batch_for_the_next_flush
         texts = [e.data.message.text async for e in store.read("s")]
         assert texts == ["before", "during", "the outage"]
         assert backend._write_conn.get_server_pid() != writer_pid
+
+
+async def test_a_round_the_server_does_not_answer_in_time_is_kept_for_the_next_flush(
+    schema: str, side: Any
+) -> None:
+    async with _store(schema, command_timeout=0.5) as store:
+        session = await store.create(session_id="s")
+        # The server takes too long (here: the row is locked by someone else).
+        lock = side.transaction()
+        await lock.start()
+        await side.execute("SELECT 1 FROM sessions WHERE id = 's' FOR UPDATE")
+        _user(session, "slow")
+        with pytest.raises(StoreWriteError, match="writing 1 events of 1 sessions failed: ") as e:
+            await session.flush()
+        translated = e.value.__cause__  # the round's error, chained to the driver's
+        assert translated is not None and isinstance(translated.__cause__, TimeoutError)
+        await lock.rollback()
+        await session.flush()
+        assert [e.data.message.text async for e in store.read("s")] == ["slow"]
 
 
 async def test_a_round_whose_commit_landed_unseen_is_not_written_twice(schema: str) -> None:

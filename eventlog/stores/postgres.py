@@ -67,6 +67,8 @@ class PostgresBackend:
     :param pool_size: connections for reads and lease calls (the writer, the listener and the
         notifier each have one more of their own).
     :param connect_timeout: seconds to wait for a connection.
+    :param command_timeout: seconds a statement may take before it is cancelled and reported
+        (a write round then raises ``StoreWriteError`` and keeps its batch); ``None``: no limit.
     :raises ValidationError: an option is unknown or out of range.
     """
 
@@ -79,6 +81,7 @@ class PostgresBackend:
         schema: str | None = None,
         pool_size: int = 4,
         connect_timeout: float = 10.0,
+        command_timeout: float | None = 60.0,
         **unknown: Any,
     ) -> None:
         if durability not in _DURABILITY:
@@ -88,6 +91,11 @@ class PostgresBackend:
         if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):
             raise ValidationError(
                 f"lease_ttl must be a positive number of seconds, got {lease_ttl!r}"
+            )
+        if command_timeout is not None and not command_timeout > 0:
+            raise ValidationError(
+                f"command_timeout must be a positive number of seconds or None, "
+                f"got {command_timeout!r}"
             )
         if pool_size < 1:
             raise ValidationError(f"pool_size must be at least 1, got {pool_size!r}")
@@ -101,6 +109,7 @@ class PostgresBackend:
         self.lease_ttl = float(lease_ttl)
         self._pool_size = pool_size
         self._connect_timeout = connect_timeout
+        self._command_timeout = command_timeout
         self._settings = {
             "application_name": "eventlog",
             "synchronous_commit": _DURABILITY[durability],
@@ -140,7 +149,10 @@ class PostgresBackend:
 
     async def _connect(self) -> Any:
         return await asyncpg.connect(
-            self._dsn, server_settings=self._settings, timeout=self._connect_timeout
+            self._dsn,
+            server_settings=self._settings,
+            timeout=self._connect_timeout,
+            command_timeout=self._command_timeout,
         )
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -153,6 +165,7 @@ class PostgresBackend:
                 max_size=self._pool_size,
                 server_settings=self._settings,
                 timeout=self._connect_timeout,
+                command_timeout=self._command_timeout,
             )
         try:
             with self._translate("creating the schema"):
