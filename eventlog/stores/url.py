@@ -26,7 +26,8 @@ def open_store(url: str, **options: Any) -> LogStore:
     options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for SQLite and
     PostgreSQL; ``data`` (a :class:`MemoryData`) for ``memory:``; for PostgreSQL also
     ``lease_ttl`` (seconds a writer lease outlives its host, default 10), ``schema`` (default
-    ``public``, or ``?schema=`` in the URL), ``pool_size`` and ``connect_timeout``.
+    ``public``, or ``?schema=`` in the URL), ``pool_size``, ``connect_timeout`` and
+    ``command_timeout``.
 
     :raises ValidationError: the URL's scheme is not supported or an option is unknown.
     """
