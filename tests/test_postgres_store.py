@@ -98,11 +98,19 @@ async def test_durability_sets_synchronous_commit(schema: str) -> None:
 
 
 async def test_the_schema_is_created_once_with_the_format_version(schema: str, side: Any) -> None:
-    # Two stores starting at once on a fresh schema both succeed; one creates it.
+    # Four hosts starting at once on a fresh schema all succeed; one of them creates it.
+    backends = [PostgresBackend(store_url(schema)) for _ in range(4)]
+    try:
+        async with anyio.create_task_group() as tg:
+            for backend in backends:
+                tg.start_soon(backend.start)
+    finally:
+        for backend in backends:
+            await backend.close()
+    assert await side.fetch("SELECT format_version FROM meta") == [(1,)]
     async with _store(schema) as a, _store(schema) as b:
         await a.create(session_id="s")
         assert [i.id for i in await b.list()] == ["s"]
-    assert await side.fetch("SELECT format_version FROM meta") == [(1,)]
 
 
 async def test_a_newer_format_version_is_refused(schema: str, side: Any) -> None:
