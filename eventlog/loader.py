@@ -15,9 +15,8 @@ import msgspec
 from .codec import GENESIS_HASH, Row, decode_event, verify_rows
 from .errors import CorruptLogError, SurfaceError
 from .event import APPEND, Event, Replace, SurfaceOp
-from .message import ToolCallPart, ToolResultPart
 from .registry import EventTypes
-from .surface import SurfaceIndex, plan_transition
+from .surface import SurfaceIndex, message_delta, plan_transition
 
 __all__ = ("LogLoader",)
 
@@ -111,13 +110,7 @@ class LogLoader:
         if event.surface is APPEND:
             message = getattr(event.data, "message", None)
             if message is not None:
-                delta = 0
-                for part in message.content:
-                    if type(part) is ToolCallPart:
-                        delta += 1
-                    elif type(part) is ToolResultPart:
-                        delta -= 1
-                surface.append_node(event.seq, delta)
+                surface.append_node(event.seq, message_delta(message))
                 return
         try:
             surface.apply(

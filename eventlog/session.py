@@ -8,8 +8,8 @@ committed before it is durable.
 from __future__ import annotations
 
 import logging
-import time as _time
 from collections.abc import Callable, Iterator, Sequence
+from time import time_ns as _time_ns
 from typing import TYPE_CHECKING, Any, overload
 
 import anyio
@@ -24,7 +24,7 @@ from .errors import (
 )
 from .event import Append, Event, Replace, SurfaceOp
 from .registry import EventTypes
-from .surface import SurfaceIndex, plan_transition
+from .surface import SurfaceIndex, message_delta, plan_transition
 
 if TYPE_CHECKING:
     from .writer import Writer
@@ -114,6 +114,9 @@ class Session:
         self._notifying = False
         self._fenced: ConflictError | None = None
         self._closed = False
+        # True whenever append must refuse (notifying, fenced, closed, read-only): one check on
+        # the hot path; _check_writable says why.
+        self._blocked = self.read_only
         self._release = release
         self._last_time = self._events[-1].time if self._events else 0
 
@@ -166,7 +169,8 @@ class Session:
         :raises ConflictError: the session is fenced.
         :raises ClosedError: the session is closed or read-only.
         """
-        self._check_writable()
+        if self._blocked:
+            self._check_writable()
         seq = len(self._events)
         info = self.types.get(type)
         if info is None:
@@ -184,9 +188,16 @@ class Session:
                 session_id=self.id,
                 seq=seq,
             )
-        sources_tuple = self._check_envelope(seq, type, info.surface, surface, sources)
+        if not sources and (isinstance(surface, Append) if info.surface else surface is None):
+            sources_tuple: tuple[int, ...] = ()  # the common, valid case: nothing to check
+        else:
+            sources_tuple = self._check_envelope(seq, type, info.surface, surface, sources)
         transition = None
-        if surface is not None:
+        append_delta: int | None = None
+        if isinstance(surface, Append):
+            # The common case, O(1) and with nothing to refuse: skip the general planner.
+            append_delta = message_delta(payload.message)
+        elif surface is not None:
             transition = plan_transition(
                 self._surface,
                 seq=seq,
@@ -197,7 +208,12 @@ class Session:
                 session_id=self.id,
                 payload_of=self._payload_of,
             )
-        stamp = self._stamp(seq, time)
+        if time is None:
+            stamp = _time_ns() // 1_000_000
+            if stamp < self._last_time:
+                stamp = self._last_time  # never earlier than the event before
+        else:
+            stamp = self._stamp(seq, time)
         writer = self._writer
         assert writer is not None  # _check_writable
         writer.check_room(self, len(raw))
@@ -212,7 +228,9 @@ class Session:
             ignorable=info.ignorable,
         )
         self._events.append(event)
-        if transition is not None:
+        if append_delta is not None:
+            self._surface.append_node(seq, append_delta)
+        elif transition is not None:
             self._surface.apply(transition)
         self._last_time = stamp
         writer.enqueue(self, event, raw)
@@ -283,9 +301,8 @@ class Session:
             )
         return result
 
-    def _stamp(self, seq: int, time: int | None) -> int:
-        if time is None:
-            return max(_time.time_ns() // 1_000_000, self._last_time)
+    def _stamp(self, seq: int, time: object) -> int:
+        """An explicitly given time, checked."""
         if type(time) is not int or time < 0:
             raise ValidationError(
                 f"session {self.id!r}, seq {seq}: time {time!r} is not epoch milliseconds",
@@ -299,6 +316,7 @@ class Session:
 
     def _notify(self, event: Event) -> None:
         self._notifying = True
+        self._blocked = True
         try:
             for observer in tuple(self._observers):
                 try:
@@ -313,6 +331,7 @@ class Session:
                     )
         finally:
             self._notifying = False
+            self._blocked = self.read_only or self._closed or self._fenced is not None
 
     # -- flush and lifecycle -------------------------------------------------------------------
 
@@ -343,6 +362,7 @@ class Session:
             if self._writer is not None and not self.fenced:
                 await self.flush()
             self._closed = True
+            self._blocked = True
             if self._release is not None:
                 await self._release(self)
 
@@ -391,6 +411,7 @@ class Session:
     def fence(self, error: ConflictError) -> None:
         """Fence the session: every later append or flush raises ``error`` (writer only)."""
         self._fenced = error
+        self._blocked = True
 
     def raise_if_fenced(self) -> None:
         """Raise the fencing :class:`ConflictError`, if any."""

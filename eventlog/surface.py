@@ -30,11 +30,17 @@ from .event import Event, Replace, SurfaceOp
 from .message import Message, ToolCallPart, ToolResultPart
 from .vocabulary import ToolResult
 
-__all__ = ("SurfaceIndex", "SurfaceTransition", "fold_surface", "plan_transition")
+__all__ = (
+    "SurfaceIndex",
+    "SurfaceTransition",
+    "fold_surface",
+    "message_delta",
+    "plan_transition",
+)
 
 
-def _delta(message: Message) -> int:
-    """How a message changes the call/result balance."""
+def message_delta(message: Message) -> int:
+    """How a message changes the call/result balance (calls proposed minus results)."""
     delta = 0
     for part in message.content:
         if isinstance(part, ToolCallPart):
@@ -145,7 +151,7 @@ def plan_transition(
         result, or a ``tool/result`` replacement is not a pruning of exactly one result.
     """
     message: Message = data.message
-    delta = _delta(message)
+    delta = message_delta(message)
     if not isinstance(op, Replace):
         n = len(index._nodes)
         return SurfaceTransition(seq, delta, n, n - 1)
