@@ -35,8 +35,12 @@ class Unknown(msgspec.Struct, frozen=True):
     raw: bytes
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True):
+class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One committed event. ``seq`` equals its index in the session's log.
+
+    Not tracked by the garbage collector (``gc=False``): an event is frozen and holds a payload
+    decoded from JSON, so it cannot be part of a reference cycle, and a session of 160,000
+    events would otherwise make every collection walk them all.
 
     :ivar time: epoch milliseconds at commit.
     :ivar surface: ``APPEND``, a :class:`Replace`, or ``None`` (only surface types carry one).

@@ -2,6 +2,8 @@
 
 A :class:`Message` has a role and a tuple of parts. A ``tool`` message carries exactly one
 :class:`ToolResultPart`. Messages are frozen: the same object may be shared by every projection.
+Frozen trees of strings cannot form reference cycles, so they are not tracked by the garbage
+collector (``gc=False``), which keeps collections off the load and commit paths.
 """
 
 from __future__ import annotations
@@ -26,20 +28,20 @@ Role = Literal["user", "assistant", "tool"]
 SourceKind = Literal["user", "model", "tool", "recovery", "compaction"]
 
 
-class TextPart(msgspec.Struct, frozen=True, kw_only=True, tag="text"):
+class TextPart(msgspec.Struct, frozen=True, kw_only=True, tag="text", gc=False):
     """Plain text the model sees."""
 
     text: str
 
 
-class ReasoningPart(msgspec.Struct, frozen=True, kw_only=True, tag="reasoning"):
+class ReasoningPart(msgspec.Struct, frozen=True, kw_only=True, tag="reasoning", gc=False):
     """The model's reasoning; ``signature`` is the provider's opaque proof, when it gives one."""
 
     text: str
     signature: str | None = None
 
 
-class ToolCallPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool-call"):
+class ToolCallPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool-call", gc=False):
     """A tool call proposed by the model; ``arguments`` is the model's raw JSON string."""
 
     id: str
@@ -47,7 +49,7 @@ class ToolCallPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool-call"):
     arguments: str
 
 
-class ToolResultPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool-result"):
+class ToolResultPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool-result", gc=False):
     """The answer to the tool call ``call_id``."""
 
     call_id: str
@@ -58,7 +60,7 @@ class ToolResultPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool-result
 Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
 
 
-class MessageSource(msgspec.Struct, frozen=True, kw_only=True):
+class MessageSource(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Who wrote a message; ``request_id`` identifies a user submission for de-duplication."""
 
     kind: SourceKind
@@ -70,7 +72,7 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-class Message(msgspec.Struct, frozen=True, kw_only=True):
+class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One model-visible message."""
 
     id: str

@@ -45,8 +45,12 @@ FinishReason = Literal["stop", "tool-calls", "max-tokens", "error", "canceled"]
 InboxTarget = Literal["next-turn", "next-step"]
 
 
-class _Payload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
-    """Base of every payload: frozen, keyword-only, unknown fields tolerated on read."""
+class _Payload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=False, gc=False):
+    """Base of every payload: frozen, keyword-only, unknown fields tolerated on read.
+
+    ``gc=False``: payloads are frozen trees decoded from JSON, so they cannot form reference
+    cycles; not tracking them keeps the garbage collector off the load and commit paths.
+    """
 
 
 class TurnStart(_Payload, frozen=True, kw_only=True):
