@@ -7,12 +7,20 @@ decode) and read back with ``CAST(data AS BLOB)``.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from ..codec import FORMAT_VERSION
 from ..errors import UnsupportedFormatError
 
-__all__ = ("SYNCHRONOUS", "connect_reader", "connect_writer", "prepare_schema", "rollback")
+__all__ = (
+    "SYNCHRONOUS",
+    "connect_reader",
+    "connect_writer",
+    "prepare_schema",
+    "reserve_wal",
+    "rollback",
+)
 
 #: ``durability`` option → ``PRAGMA synchronous`` (in WAL mode).
 SYNCHRONOUS = {"power-loss": "FULL", "process-crash": "NORMAL"}
@@ -101,6 +109,57 @@ def prepare_schema(connection: sqlite3.Connection, path: str) -> None:
     except BaseException:
         rollback(connection)
         raise
+
+
+#: Bytes of WAL file :func:`reserve_wal` makes sure exist: a bit more than the WAL holds at the
+#: default auto-checkpoint (1000 pages of 4 KiB plus frame headers), after which SQLite starts
+#: again at the front of the file, so a steady stream of commits never grows it.
+WAL_RESERVE = 4608 * 1024
+
+
+def reserve_wal(connection: sqlite3.Connection, path: str) -> None:
+    """Grow a short WAL file to :data:`WAL_RESERVE` bytes, written and synced (best effort).
+
+    Why: a commit that appends to the WAL past its end changes the file's size and allocates
+    blocks, so its fsync also commits file-system metadata (a journal commit on ext4): on this
+    project's disk a single-row commit took about 180 µs on a growing WAL and 110 µs on one
+    whose blocks exist. SQLite reuses its WAL from the front after each checkpoint, so once the
+    file is that long, commits only overwrite. It grows the file by letting one transaction
+    spill zero pages into the WAL and rolling it back: the frames are not committed (SQLite's
+    own rollback of a spilled transaction; recovery ignores frames after the last commit), and
+    the next commit overwrites them. Skipped when the WAL is long enough already (another
+    connection keeps it) and, silently, when the file cannot be written (read-only, disk full):
+    it only makes commits cheaper, it guarantees nothing.
+    """
+    wal = f"{path}-wal"
+    try:
+        if os.path.getsize(wal) >= WAL_RESERVE:
+            return
+    except OSError:
+        pass  # not created yet: the spill creates it
+    (cache_size,) = connection.execute("PRAGMA cache_size").fetchone()
+    try:
+        # A tiny page cache makes the transaction spill its pages to the WAL as it goes.
+        connection.execute("PRAGMA cache_size = 8")
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute("CREATE TABLE eventlog_wal_reserve (b BLOB)")
+            connection.execute(
+                "INSERT INTO eventlog_wal_reserve VALUES (zeroblob(?))", (WAL_RESERVE,)
+            )
+        finally:
+            rollback(connection)
+        # The blocks are allocated now; sync them (and the new size) once, here, rather than
+        # in the first commit's fsync.
+        fd = os.open(wal, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except (sqlite3.Error, OSError):
+        pass  # read-only or full: commits still work, each just costs a little more
+    finally:
+        connection.execute(f"PRAGMA cache_size = {int(cache_size)}")
 
 
 def _check_version(found: list[tuple[object]], path: str) -> None:

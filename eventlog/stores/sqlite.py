@@ -19,7 +19,13 @@ from ..codec import Row
 from ..errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
 from ..writer import Batch
 from . import _sqlite_ops as ops
-from ._sqlite_schema import SYNCHRONOUS, connect_reader, connect_writer, prepare_schema
+from ._sqlite_schema import (
+    SYNCHRONOUS,
+    connect_reader,
+    connect_writer,
+    prepare_schema,
+    reserve_wal,
+)
 from ._sqlite_worker import SQLiteWorker
 from .base import SessionInfo, SessionRecord
 
@@ -119,6 +125,8 @@ class SQLiteBackend:
             with _translated(self.path, "opening the database", write=True):
                 await self._writer.start()
                 await self._writer.call(prepare_schema, self.path)
+                if self.durability == "power-loss":  # only there does each commit fsync
+                    await self._writer.call(reserve_wal, self.path)
                 await self._reader.start()
         except BaseException:
             with anyio.CancelScope(shield=True):
