@@ -13,7 +13,9 @@ under a session) fences that session only; the other sessions of the round are s
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
@@ -26,7 +28,7 @@ from .event import Event
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ("Batch", "WriteFunction", "Writer")
+__all__ = ("Batch", "StartWrite", "WriteDone", "WriteFunction", "Writer")
 
 logger = logging.getLogger("eventlog.writer")
 
@@ -46,6 +48,11 @@ class Batch(NamedTuple):
 #: ``await write(batches)`` writes every batch in one transaction and returns the ids of the
 #: sessions whose ``expected_head`` did not match (those rows were not written).
 WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
+#: ``on_done(conflicts, error)``: how a started write reports back, on the event loop's thread.
+WriteDone = Callable[[Collection[str], BaseException | None], None]
+#: ``start_write(batches, on_done)`` queues the same write without awaiting it; ``on_done`` is
+#: called once it ended (see :class:`Writer`).
+StartWrite = Callable[[Sequence[Batch], WriteDone], None]
 
 
 class _Round:
@@ -59,9 +66,19 @@ class _Round:
 
 
 class Writer:
-    """The queue and the single writer task of one store.
+    """The queue and the write rounds of one store.
 
-    :param write: the store's batch write (see :data:`WriteFunction`).
+    A round takes everything pending and starts its write at once, from whichever task asks
+    (a flush, or the background writer after ``write_delay``); rounds never overlap, and a round
+    asked for while one is in flight starts the moment that one ends. The round finishes in a
+    callback, not in the asking task, so a cancelled flush caller never cancels or waits for a
+    write. When the store's backend offers ``start_write`` (:data:`StartWrite`; the SQLite
+    backend does) a round costs no task switch at all: the flush caller queues the write and
+    the completion callback settles it and wakes the caller. Otherwise the write coroutine runs
+    in a task of the store's task group.
+
+    :param write: the store's batch write (see :data:`WriteFunction`); when it is a bound method
+        of a backend that has ``start_write``, that is used instead.
     :param write_delay: seconds the background writer waits for more events before a round.
     :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
     """
@@ -74,6 +91,8 @@ class Writer:
         max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._write = write
+        backend = getattr(write, "__self__", None)
+        self._start_write: StartWrite | None = getattr(backend, "start_write", None)
         self._write_delay = write_delay
         self.max_pending_bytes = max_pending_bytes
         self.pending_bytes = 0
@@ -83,15 +102,18 @@ class Writer:
         self._pending: dict[Session, list[tuple[Event, bytes]]] = {}
         self._built: dict[Session, list[Row]] = {}
         self._next_round = _Round()
+        # The round whose write is in flight, and whether another was asked for meanwhile.
+        # Rounds never overlap: a batch's expected head is the durable seq of the round before.
+        self._in_flight: _Round | None = None
+        self._again = False
         self._wake = anyio.Event()
-        self._urgent = anyio.Event()
+        # When the oldest event not yet taken by a round was queued (``time.monotonic``).
+        self._since = 0.0
         self._closed = False
         # After a failed round the background writer waits longer before retrying on its own
         # (a flush still retries at once), so a failing disk is not hammered every 10 ms.
         self._backoff = 0.0
         self._task_group: TaskGroup | None = None
-        # Rounds never overlap: a batch's expected head is the durable seq of the round before.
-        self._round_lock = anyio.Lock()
 
     # -- commit side (synchronous, called from Session.append) ---------------------------------
 
@@ -117,6 +139,7 @@ class Writer:
             items.append((event, data))
         self.pending_bytes += len(data)
         if not self._wake.is_set():
+            self._since = time.monotonic()
             self._wake.set()
 
     # -- flush side ----------------------------------------------------------------------------
@@ -134,9 +157,9 @@ class Writer:
                 raise ClosedError(
                     f"session {session.id!r}: the store is closed", session_id=session.id
                 )
+            # The next round starts after this call, so it covers everything committed before.
             round_ = self._next_round
-            self._urgent.set()
-            self._wake.set()
+            self._request_round()
             await round_.done.wait()
             session.raise_if_fenced()
             if round_.error is not None and session.durable < target:
@@ -155,48 +178,87 @@ class Writer:
         self.pending_bytes -= sum(len(data) for _, data in items)
         self.pending_bytes -= sum(len(row.data) for row in rows)
 
-    # -- the writer task -----------------------------------------------------------------------
+    # -- rounds --------------------------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The background writer; start with ``await task_group.start(writer.run)``."""
         task_status.started()
         while True:
             await self._wake.wait()
-            delay = max(self._write_delay, self._backoff)
-            if not self._urgent.is_set() and delay > 0:
-                with anyio.move_on_after(delay):
-                    await self._urgent.wait()
+            # The delay counts from the oldest waiting event: events queued while the previous
+            # round was writing have waited already.
+            delay = max(self._write_delay - (time.monotonic() - self._since), self._backoff)
+            if delay > 0:
+                await anyio.sleep(delay)
             self._wake = anyio.Event()
-            self._urgent = anyio.Event()
-            await self._round()
+            round_ = self._next_round
+            self._request_round()
+            await round_.done.wait()
 
     async def start(self, task_group: TaskGroup) -> None:
         """Start the writer task inside the store's task group."""
         self._task_group = task_group
         await task_group.start(self.run)
 
-    async def _round(self) -> None:
-        async with self._round_lock:
-            await self._round_locked()
+    def _request_round(self) -> None:
+        """Start the next round now, or as soon as the one in flight ends."""
+        if self._in_flight is None:
+            self._start_round()
+        else:
+            self._again = True
 
-    async def _round_locked(self) -> None:
+    def _start_round(self) -> None:
         round_, self._next_round = self._next_round, _Round()
+        self._again = False
         taken = self._take()
+        if not taken:
+            round_.done.set()
+            return
         batches = [Batch(s.id, s.durable, rows) for s, rows in taken.items()]
+        self._in_flight = round_
+        if self._start_write is not None:
+            try:
+                self._start_write(batches, partial(self._finish, round_, taken))
+            except Exception as exc:
+                self._finish(round_, taken, (), exc)
+        else:
+            assert self._task_group is not None  # rounds are asked for only while open
+            self._task_group.start_soon(self._await_write, round_, taken, self._write(batches))
+
+    async def _await_write(
+        self,
+        round_: _Round,
+        taken: dict[Session, list[Row]],
+        write: Awaitable[Collection[str]],
+    ) -> None:
         try:
-            if batches:
-                # Shielded: a cancelled caller never leaves "did it commit?" unanswerable.
-                with anyio.CancelScope(shield=True):
-                    conflicts = await self._write(batches)
-                self._settle(taken, conflicts)
-            self._backoff = 0.0
+            # Shielded: closing the store never leaves "did it commit?" unanswerable.
+            with anyio.CancelScope(shield=True):
+                conflicts = await write
         except Exception as exc:
-            round_.error = exc
+            self._finish(round_, taken, (), exc)
+        else:
+            self._finish(round_, taken, conflicts, None)
+
+    def _finish(
+        self,
+        round_: _Round,
+        taken: dict[Session, list[Row]],
+        conflicts: Collection[str],
+        error: BaseException | None,
+    ) -> None:
+        self._in_flight = None
+        if error is None:
+            self._settle(taken, conflicts)
+            self._backoff = 0.0
+        else:
+            round_.error = error
             self._backoff = min(1.0, max(0.05, self._backoff * 2))
             self._requeue(taken)
-            logger.warning("eventlog: write round failed, batch kept for retry: %s", exc)
-        finally:
-            round_.done.set()
+            logger.warning("eventlog: write round failed, batch kept for retry: %s", error)
+        round_.done.set()
+        if self._again:
+            self._start_round()
 
     def _take(self) -> dict[Session, list[Row]]:
         """Everything waiting, as rows: rows of a failed round first, then new events."""
@@ -245,10 +307,10 @@ class Writer:
     async def aclose(self) -> None:
         """Write what is pending (best effort, shielded) and stop accepting commits."""
         with anyio.CancelScope(shield=True):
-            if (self._pending or self._built) and self._task_group is not None:
-                try:
-                    await self._round()
-                except Exception:  # pragma: no cover - _round never raises
-                    logger.exception("eventlog: final write failed")
+            busy = self._pending or self._built or self._in_flight is not None
+            if busy and self._task_group is not None:
+                round_ = self._next_round
+                self._request_round()
+                await round_.done.wait()
         self._closed = True
         self._task_group = None

@@ -17,17 +17,20 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
 
 from ..errors import ClosedError
 
-__all__ = ("Connect", "SQLiteWorker")
+__all__ = ("Connect", "Done", "SQLiteWorker")
 
 T = TypeVar("T")
 Connect = Callable[[], sqlite3.Connection]
-_Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+#: ``on_done(result, error)``, called on the event loop's thread once a call ended.
+Done = Callable[[Any, BaseException | None], None]
+_Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, Done]
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -82,10 +85,20 @@ class SQLiteWorker:
             raise ClosedError(f"SQLite connection {self._name!r} is closed")
         return await self._submit(fn, *args)
 
+    def submit(self, on_done: Done, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue ``fn(connection, *args)`` without waiting; ``on_done(result, error)`` is called
+        on the calling event loop's thread when it ended (no task needs to wait for it).
+
+        :raises ClosedError: the worker was closed.
+        """
+        if self._closed:
+            raise ClosedError(f"SQLite connection {self._name!r} is closed")
+        self._queue.put((fn, args, asyncio.get_running_loop(), on_done))
+
     async def _submit(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put((fn, args, loop, future))
+        self._queue.put((fn, args, loop, partial(_settle, future)))
         with anyio.CancelScope(shield=True):
             result = await future
         return result
@@ -95,7 +108,7 @@ class SQLiteWorker:
             job = self._queue.get()
             if job is None:
                 break
-            fn, args, loop, future = job
+            fn, args, loop, on_done = job
             result: Any = None
             error: BaseException | None = None
             try:
@@ -103,7 +116,7 @@ class SQLiteWorker:
             except BaseException as exc:  # handed to the caller, never lost
                 error = exc
             try:
-                loop.call_soon_threadsafe(_settle, future, result, error)
+                loop.call_soon_threadsafe(on_done, result, error)
             except RuntimeError:
                 pass  # the caller's event loop is closed; nobody is waiting
 

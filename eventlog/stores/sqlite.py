@@ -17,7 +17,7 @@ import anyio
 
 from ..codec import Row
 from ..errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
-from ..writer import Batch
+from ..writer import Batch, WriteDone
 from . import _sqlite_ops as ops
 from ._sqlite_schema import (
     SYNCHRONOUS,
@@ -155,10 +155,27 @@ class SQLiteBackend:
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         self._check()
-        with _translated(self.path, "writing events", write=True):
-            conflicts = await self._writer.call(ops.write_batches, batches)
+        conflicts = await self._writer.call(self._write_batches, batches)
         self._notify()
         return conflicts
+
+    def start_write(self, batches: Sequence[Batch], on_done: WriteDone) -> None:
+        """:meth:`write` without a task waiting for it (the writer's one-hop round): the
+        worker thread runs the transaction and ``on_done`` gets its answer on the loop."""
+        self._check()
+
+        def done(conflicts: Collection[str], error: BaseException | None) -> None:
+            if error is None:
+                self._notify()
+            on_done(conflicts, error)
+
+        self._writer.submit(done, self._write_batches, batches)
+
+    def _write_batches(
+        self, connection: sqlite3.Connection, batches: Sequence[Batch]
+    ) -> Collection[str]:
+        with _translated(self.path, "writing events", write=True):
+            return ops.write_batches(connection, batches)
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         self._check()
