@@ -113,6 +113,10 @@ class SQLiteBackend:
         )
         self._changed: anyio.Event | None = None
         self._closed = False
+        # The WAL is reserved once this store is going to write (its first writer lease), so
+        # a store only read from (``list``, ``read``, an auditor's copy) never writes 4.5 MiB.
+        # Only with power-loss durability does each commit fsync the WAL.
+        self._wal_reserved = durability != "power-loss"
 
     def __repr__(self) -> str:
         return f"<SQLiteBackend {self.path!r} durability={self.durability!r}>"
@@ -125,8 +129,6 @@ class SQLiteBackend:
             with _translated(self.path, "opening the database", write=True):
                 await self._writer.start()
                 await self._writer.call(prepare_schema, self.path)
-                if self.durability == "power-loss":  # only there does each commit fsync
-                    await self._writer.call(reserve_wal, self.path)
                 await self._reader.start()
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -187,6 +189,9 @@ class SQLiteBackend:
         self._check()
         with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
             await self._writer.call(ops.acquire_lease, session_id, owner)
+            if not self._wal_reserved:
+                self._wal_reserved = True
+                await self._writer.call(reserve_wal, self.path)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
         self._check()
