@@ -221,20 +221,21 @@ class Writer:
                 self._start_write(batches, partial(self._finish, round_, taken))
             except Exception as exc:
                 self._finish(round_, taken, (), exc)
+        elif self._task_group is None:  # closed while this round waited for the one before
+            self._finish(round_, taken, (), ClosedError("the store is closed"))
         else:
-            assert self._task_group is not None  # rounds are asked for only while open
-            self._task_group.start_soon(self._await_write, round_, taken, self._write(batches))
+            self._task_group.start_soon(self._await_write, round_, taken, batches)
 
     async def _await_write(
         self,
         round_: _Round,
         taken: dict[Session, list[Row]],
-        write: Awaitable[Collection[str]],
+        batches: Sequence[Batch],
     ) -> None:
         try:
             # Shielded: closing the store never leaves "did it commit?" unanswerable.
             with anyio.CancelScope(shield=True):
-                conflicts = await write
+                conflicts = await self._write(batches)
         except Exception as exc:
             self._finish(round_, taken, (), exc)
         else:
@@ -248,15 +249,19 @@ class Writer:
         error: BaseException | None,
     ) -> None:
         self._in_flight = None
-        if error is None:
-            self._settle(taken, conflicts)
-            self._backoff = 0.0
-        else:
-            round_.error = error
-            self._backoff = min(1.0, max(0.05, self._backoff * 2))
-            self._requeue(taken)
-            logger.warning("eventlog: write round failed, batch kept for retry: %s", error)
-        round_.done.set()
+        try:
+            if error is None:
+                self._settle(taken, conflicts)
+                self._backoff = 0.0
+            else:
+                round_.error = error
+                self._backoff = min(1.0, max(0.05, self._backoff * 2))
+                self._requeue(taken)
+                logger.warning("eventlog: write round failed, batch kept for retry: %s", error)
+        finally:
+            # Runs in a callback where nothing would report an exception to the flushers:
+            # whatever happens, they are woken.
+            round_.done.set()
         if self._again:
             self._start_round()
 
