@@ -7,7 +7,7 @@ the one before it: ``blake2b(prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``
 
 from __future__ import annotations
 
-import hashlib
+from hashlib import blake2b as _blake2b
 from typing import Any
 
 import msgspec
@@ -125,9 +125,10 @@ def chain_hash(
     ignorable: bool,
     data: bytes,
 ) -> bytes:
-    """The hash of one event given the hash of the one before it."""
+    """The hash of one event given the hash of the one before it:
+    ``blake2b(prev ‖ "seq␟type␟time␟surface␟sources␟ignorable␟" ‖ data)``, 32 bytes."""
     head = f"{seq}\x1f{type_}\x1f{time}\x1f{surface or ''}\x1f{sources}\x1f{int(ignorable)}\x1f"
-    return hashlib.blake2b(prev + head.encode() + data, digest_size=32).digest()
+    return _blake2b(prev + head.encode() + data, digest_size=32).digest()
 
 
 def make_row(
@@ -140,9 +141,15 @@ def make_row(
     ignorable: bool,
     data: bytes,
 ) -> Row:
-    """Build the stored row of a committed event, chaining its hash to ``prev_hash``."""
-    surface_text = encode_surface(surface)
-    sources_text = encode_sources(sources)
+    """Build the stored row of a committed event, chaining its hash to ``prev_hash``.
+
+    The writer builds every row through here, so the common envelope (no surface operation or
+    an append, no sources) skips the general encoders.
+    """
+    surface_text = None if surface is None else "append" if surface is APPEND else None
+    if surface_text is None and surface is not None:
+        surface_text = encode_surface(surface)
+    sources_text = encode_sources(sources) if sources else "[]"
     digest = chain_hash(prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data)
     return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
 

@@ -77,8 +77,9 @@ class Writer:
     the completion callback settles it and wakes the caller. Otherwise the write coroutine runs
     in a task of the store's task group.
 
-    :param write: the store's batch write (see :data:`WriteFunction`); when it is a bound method
-        of a backend that has ``start_write``, that is used instead.
+    :param write: the store's batch write (see :data:`WriteFunction`).
+    :param start_write: the same write started without awaiting it (:data:`StartWrite`), when
+        the backend offers one; used instead of ``write``.
     :param write_delay: seconds the background writer waits for more events before a round.
     :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
     """
@@ -87,12 +88,12 @@ class Writer:
         self,
         write: WriteFunction,
         *,
+        start_write: StartWrite | None = None,
         write_delay: float = 0.010,
         max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._write = write
-        backend = getattr(write, "__self__", None)
-        self._start_write: StartWrite | None = getattr(backend, "start_write", None)
+        self._start_write = start_write
         self._write_delay = write_delay
         self.max_pending_bytes = max_pending_bytes
         self.pending_bytes = 0

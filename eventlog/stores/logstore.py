@@ -71,7 +71,11 @@ class LogStore:
         self.url = url
         self.max_event_bytes = max_event_bytes
         self._writer = Writer(
-            backend.write, write_delay=write_delay, max_pending_bytes=max_pending_bytes
+            backend.write,
+            # A backend may start a write without a task switch (SQLite: a worker callback).
+            start_write=getattr(backend, "start_write", None),
+            write_delay=write_delay,
+            max_pending_bytes=max_pending_bytes,
         )
         self._owner = lease_owner()
         self._open: dict[str, Session] = {}
