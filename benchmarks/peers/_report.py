@@ -192,10 +192,9 @@ def _projections(outcomes: list[Outcome]) -> None:
             base = max(written, key=lambda o: o.turns)
             per_turn = (base.median("bytes_per_turn") or 0.0) * outcome.turns / base.turns
             total = per_turn * outcome.turns
-            outcome.note += (
-                f"; projected {per_turn:,.0f} B/turn ({total / 2**30:,.1f} GiB), reload measured "
-                "on the final checkpoint alone"
-            )
+            outcome.note += f"; projected {per_turn:,.0f} B/turn ({total / 2**30:,.1f} GiB)"
+            if outcome.reload_s:
+                outcome.note += ", reload measured on the final checkpoint alone"
 
 
 def _fmt(value: float | None, spec: str = ",.0f") -> str:
