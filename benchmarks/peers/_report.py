@@ -314,7 +314,9 @@ def _verdicts(peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
     out = []
     mine = ours.get(VERDICT_TURNS)
     contenders = [o for o in others if o.turns == VERDICT_TURNS and o.median("events_per_s")]
-    if mine is None or mine.median("events_per_s") is None:
+    if mine is None:
+        out.append(f"verdict throughput @T={VERDICT_TURNS:,}: not measured in this run")
+    elif mine.median("events_per_s") is None:
         out.append(f"verdict throughput @T={VERDICT_TURNS:,}: eventlog did not run")
     elif not contenders:
         out.append(f"verdict throughput @T={VERDICT_TURNS:,}: no peer ran at this length")
