@@ -39,6 +39,10 @@ _CHUNK = 1000
 _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 
 
+def _ignore(_result: object, _error: BaseException | None) -> None:
+    """Completion of a best-effort job (``reserve_wal`` swallows its own failures)."""
+
+
 def parse_sqlite_url(url: str) -> str:
     """The file path of ``sqlite:///relative.db`` or ``sqlite:////absolute/path.db``.
 
@@ -190,8 +194,10 @@ class SQLiteBackend:
         with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
             await self._writer.call(ops.acquire_lease, session_id, owner)
             if not self._wal_reserved:
+                # Queued, not awaited: opening a session must not wait ~10 ms for it. The worker
+                # runs jobs in order, so it is in place before this store's first write.
                 self._wal_reserved = True
-                await self._writer.call(reserve_wal, self.path)
+                self._writer.submit(_ignore, reserve_wal, self.path)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
         self._check()
