@@ -143,13 +143,10 @@ def make_row(
 ) -> Row:
     """Build the stored row of a committed event, chaining its hash to ``prev_hash``.
 
-    The writer builds every row through here, so the common envelope (no surface operation or
-    an append, no sources) skips the general encoders.
+    The writer builds every row through here, off the commit path.
     """
-    surface_text = None if surface is None else "append" if surface is APPEND else None
-    if surface_text is None and surface is not None:
-        surface_text = encode_surface(surface)
-    sources_text = encode_sources(sources) if sources else "[]"
+    surface_text = "append" if surface is APPEND else encode_surface(surface)
+    sources_text = encode_sources(sources)
     digest = chain_hash(prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data)
     return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
 

@@ -7,14 +7,13 @@ fully explaining) functions only when a row fails, to produce the exact error.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import msgspec
 
-from .codec import GENESIS_HASH, Row, decode_event, verify_rows
+from .codec import GENESIS_HASH, Row, chain_hash, decode_event, decode_surface, verify_rows
 from .errors import CorruptLogError, SurfaceError
-from .event import APPEND, Event, Replace, SurfaceOp
+from .event import APPEND, Event
 from .registry import EventTypes
 from .surface import SurfaceIndex, message_delta, plan_transition
 
@@ -48,7 +47,6 @@ class LogLoader:
         append_event = events.append
         get_type = self.types.get
         surface = self.surface
-        blake2b = hashlib.blake2b
         decode_sources = _sources_decoder.decode
         prev = self.last_hash
         seq = len(events)
@@ -61,12 +59,9 @@ class LogLoader:
                 row.sources,
             )
             ignorable, data = row.ignorable, row.data
-            # Same bytes as codec.chain_hash, inlined.
-            head = (
-                f"{row_seq}\x1f{type_}\x1f{time_}\x1f{surface_text or ''}\x1f"
-                f"{sources_text}\x1f{int(ignorable)}\x1f"
+            digest = chain_hash(
+                prev, row_seq, type_, time_, surface_text, sources_text, ignorable, data
             )
-            digest = blake2b(prev + head.encode() + data, digest_size=32).digest()
             info = get_type(type_)
             if row_seq != seq or digest != row.hash or info is None:
                 self._fail(row, prev, seq)  # raises the precise error (or decodes Unknown)
@@ -74,13 +69,7 @@ class LogLoader:
             else:
                 try:
                     payload = info.decoder.decode(data)
-                    op: SurfaceOp | None = (
-                        None
-                        if surface_text is None
-                        else APPEND
-                        if surface_text == "append"
-                        else _replace(surface_text)
-                    )
+                    op = APPEND if surface_text == "append" else decode_surface(surface_text)
                     sources = () if sources_text == "[]" else decode_sources(sources_text)
                 except (msgspec.DecodeError, ValueError):
                     # decode_event raises the CorruptLogError that explains this row.
@@ -133,10 +122,3 @@ class LogLoader:
                 seq=event.seq,
                 hint="open with salvage=True to read the events before it",
             ) from exc
-
-
-def _replace(text: str) -> Replace:
-    kind, start, end = text.split(":")
-    if kind != "replace":
-        raise ValueError(f"unknown surface operation {text!r}")
-    return Replace(int(start), int(end))

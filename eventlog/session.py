@@ -118,7 +118,6 @@ class Session:
         # the hot path; _check_writable says why.
         self._blocked = self.read_only
         self._release = release
-        self._last_time = self._events[-1].time if self._events else 0
 
     # -- watermarks ----------------------------------------------------------------------------
 
@@ -210,10 +209,10 @@ class Session:
             )
         if time is None:
             stamp = _time_ns() // 1_000_000
-            if stamp < self._last_time:
-                stamp = self._last_time  # never earlier than the event before
+            if seq and stamp < self._events[-1].time:
+                stamp = self._events[-1].time  # never earlier than the event before
         else:
-            stamp = self._stamp(seq, time)
+            stamp = self._given_time(seq, time)
         writer = self._writer
         assert writer is not None  # _check_writable
         writer.check_room(self, len(raw))
@@ -232,7 +231,6 @@ class Session:
             self._surface.append_node(seq, append_delta)
         elif transition is not None:
             self._surface.apply(transition)
-        self._last_time = stamp
         writer.enqueue(self, event, raw)
         if self._observers:
             self._notify(event)
@@ -301,7 +299,7 @@ class Session:
             )
         return result
 
-    def _stamp(self, seq: int, time: object) -> int:
+    def _given_time(self, seq: int, time: object) -> int:
         """An explicitly given time, checked."""
         if type(time) is not int or time < 0:
             raise ValidationError(

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 
 import anyio
+import msgspec
 
 from ..codec import Row
 from ..errors import SessionBusyError, SessionExistsError, SessionNotFoundError
@@ -55,14 +56,7 @@ class MemoryBackend:
         if record.id in self.data.records:
             raise SessionExistsError(f"session {record.id!r} already exists", session_id=record.id)
         head = rows[-1].seq if rows else -1
-        self.data.records[record.id] = SessionRecord(
-            id=record.id,
-            created_at=record.created_at,
-            parent_id=record.parent_id,
-            fork_seq=record.fork_seq,
-            metadata=record.metadata,
-            head=head,
-        )
+        self.data.records[record.id] = msgspec.structs.replace(record, head=head)
         self.data.rows[record.id] = list(rows)
         self._notify()
 
@@ -94,13 +88,8 @@ class MemoryBackend:
                 continue
             self.data.rows[batch.session_id].extend(batch.rows)
             record = self.data.records[batch.session_id]
-            self.data.records[batch.session_id] = SessionRecord(
-                id=record.id,
-                created_at=record.created_at,
-                parent_id=record.parent_id,
-                fork_seq=record.fork_seq,
-                metadata=record.metadata,
-                head=batch.rows[-1].seq,
+            self.data.records[batch.session_id] = msgspec.structs.replace(
+                record, head=batch.rows[-1].seq
             )
         self._notify()
         return conflicts
