@@ -105,10 +105,10 @@ def messages(session: Session, at: int | None = None) -> MessagesView:
         session.projection_cache[_KEY] = cache
     nodes = index.nodes
     if cache.consumed < len(nodes):
-        events = session.events()
+        event = session.event  # O(1), no view: this runs after every commit that is read
         items = cache.items
         for seq in nodes[cache.consumed :]:
-            message = derive(events[seq])
+            message = derive(event(seq))
             if message is not None:
                 items.append(message)
         cache.consumed = len(nodes)
@@ -119,6 +119,5 @@ def messages(session: Session, at: int | None = None) -> MessagesView:
 def _messages_at(session: Session, at: int) -> MessagesView:
     prefix = list(events_through(session, at))
     index = fold_surface(prefix, session_id=session.id)
-    events = session.events()
-    derived = (derive(events[seq]) for seq in index.nodes)
+    derived = (derive(prefix[seq]) for seq in index.nodes)
     return MessagesView([m for m in derived if m is not None])
