@@ -163,7 +163,8 @@ class LogStore:
             id=sid, created_at=time.time_ns() // 1_000_000, metadata=_metadata(metadata)
         )
         await self.backend.create_session(record)
-        return await self._lease_and_wrap(sid, [], GENESIS_HASH, SurfaceIndex(), record)
+        await self.backend.acquire_lease(sid, self._owner)
+        return self._wrap(sid, [], GENESIS_HASH, SurfaceIndex(), record, read_only=False)
 
     async def open(self, session_id: str, *, salvage: bool = False) -> Session:
         self._check_open()
@@ -185,17 +186,6 @@ class LogStore:
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
             raise
-        return self._wrap(sid, events, last_hash, surface, record, read_only=False)
-
-    async def _lease_and_wrap(
-        self,
-        sid: str,
-        events: list[Event],
-        last_hash: bytes,
-        surface: SurfaceIndex,
-        record: SessionRecord,
-    ) -> Session:
-        await self.backend.acquire_lease(sid, self._owner)
         return self._wrap(sid, events, last_hash, surface, record, read_only=False)
 
     def _wrap(
@@ -308,9 +298,8 @@ class LogStore:
         child_id = new_session_id()
         info = self.types.get("session/forked")
         assert info is not None
-        _, raw = encode_payload(
-            info, SessionForked(parent=sid, boundary=boundary), session_id=child_id, seq=boundary
-        )
+        forked_data = SessionForked(parent=sid, boundary=boundary)
+        _, raw = encode_payload(info, forked_data, session_id=child_id, seq=boundary + 1)
         stamp = max(time.time_ns() // 1_000_000, rows[-1].time)
         forked = make_row(last_hash, boundary + 1, "session/forked", stamp, None, (), False, raw)
         child = SessionRecord(
