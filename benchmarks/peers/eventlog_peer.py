@@ -79,93 +79,73 @@ async def _reload(path: Path, session_id: str) -> Timing:
     return watch.timing
 
 
+async def _write_turns(session: Session, turns: int, *, flush: bool) -> None:
+    """Commit ``turns`` standard turns; flush after each, or yield and let the writer drain."""
+    for turn in range(1, turns + 1):
+        append_turn(session, turn)
+        if flush:
+            await session.flush()
+        else:
+            await anyio.lowlevel.checkpoint()
+    await session.flush()
+
+
+async def _write(path: Path, turns: int, *, flush: bool) -> WriteResult:
+    async with _store(path) as store:
+        session = await store.create()
+        with Stopwatch() as watch:
+            await _write_turns(session, turns, flush=flush)
+        await session.aclose()
+        settings = await _settings(store)
+    return WriteResult(watch.timing, session.id, settings)
+
+
 async def _write_concurrent(path: Path, sessions: int, turns: int, *, flush: bool) -> Timing:
     """``sessions`` tasks, one per session, sharing one store and so its group commit."""
     async with _store(path) as store:
         opened = [await store.create() for _ in range(sessions)]
-
-        async def work(session: Session) -> None:
-            for turn in range(1, turns + 1):
-                append_turn(session, turn)
-                if flush:
-                    await session.flush()
-                else:
-                    await anyio.lowlevel.checkpoint()
-            await session.flush()
-
         with Stopwatch() as watch:
             async with anyio.create_task_group() as group:
                 for session in opened:
-                    group.start_soon(work, session)
+                    group.start_soon(partial(_write_turns, session, turns, flush=flush))
         for session in opened:
             await session.aclose()
     return watch.timing
 
 
-class EventlogFlushPerTurn:
+class _Eventlog:
+    """eventlog on a fresh ``sqlite:///`` store at ``power-loss`` durability."""
+
+    package = "eventlog"
+    validates = "schema, order, hash chain"
+    validating = True
+    #: Flush after every turn; False leaves it to the background writer (one flush at the end).
+    flush: bool
+
+    def write(self, path: Path, turns: int) -> WriteResult:
+        return anyio.run(partial(_write, path, turns, flush=self.flush))
+
+    def reload(self, path: Path, session_id: str) -> Timing:
+        return anyio.run(_reload, path, session_id)
+
+    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
+        return anyio.run(partial(_write_concurrent, path, sessions, turns, flush=self.flush))
+
+    def max_turns(self) -> int | None:
+        return None
+
+
+class EventlogFlushPerTurn(_Eventlog):
     """eventlog, ``power-loss`` durability, ``await session.flush()`` after every turn."""
 
     name = "eventlog (flush per turn)"
-    package = "eventlog"
     durability = "power-loss (WAL, synchronous=FULL), one flush per turn"
-    validates = "schema, order, hash chain"
-    validating = True
-    _flush = True
-
-    def write(self, path: Path, turns: int) -> WriteResult:
-        return anyio.run(self._write, path, turns)
-
-    async def _write(self, path: Path, turns: int) -> WriteResult:
-        async with _store(path) as store:
-            session = await store.create()
-            with Stopwatch() as watch:
-                for turn in range(1, turns + 1):
-                    append_turn(session, turn)
-                    await session.flush()
-            await session.aclose()
-            settings = await _settings(store)
-        return WriteResult(watch.timing, session.id, settings)
-
-    def reload(self, path: Path, session_id: str) -> Timing:
-        return anyio.run(_reload, path, session_id)
-
-    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
-        return anyio.run(partial(_write_concurrent, path, sessions, turns, flush=self._flush))
-
-    def max_turns(self) -> int | None:
-        return None
+    flush = True
 
 
-class EventlogBackground:
+class EventlogBackground(_Eventlog):
     """eventlog, ``power-loss`` durability, the background writer drains; one final flush."""
 
     name = "eventlog (background writer)"
-    package = "eventlog"
     durability = "power-loss (WAL, synchronous=FULL), writer drains every 10 ms, flush at end"
-    validates = "schema, order, hash chain"
-    validating = True
-    _flush = False
-
-    def write(self, path: Path, turns: int) -> WriteResult:
-        return anyio.run(self._write, path, turns)
-
-    async def _write(self, path: Path, turns: int) -> WriteResult:
-        async with _store(path) as store:
-            session = await store.create()
-            with Stopwatch() as watch:
-                for turn in range(1, turns + 1):
-                    append_turn(session, turn)
-                    await anyio.lowlevel.checkpoint()
-                await session.flush()
-            await session.aclose()
-            settings = await _settings(store)
-        return WriteResult(watch.timing, session.id, settings)
-
-    def reload(self, path: Path, session_id: str) -> Timing:
-        return anyio.run(_reload, path, session_id)
-
-    def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
-        return anyio.run(partial(_write_concurrent, path, sessions, turns, flush=self._flush))
-
-    def max_turns(self) -> int | None:
-        return None
+    flush = False
