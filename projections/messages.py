@@ -11,58 +11,21 @@ rather than a next seq, because the surface index is already folded at commit by
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator, Sequence
-from typing import overload
-
 from eventlog import Event, Message, Session
 from eventlog.surface import fold_surface
 
-from .base import events_through
+from .base import PrefixView, events_through
 
 __all__ = ("MessagesView", "derive", "messages")
 
 _KEY = "projections.messages"
 
 
-class MessagesView(Sequence[Message]):
-    """An immutable sequence of messages: a list with a captured length.
+class MessagesView(PrefixView[Message]):
+    """An immutable sequence of messages (see :class:`~projections.base.PrefixView`)."""
 
-    The list it holds is only ever appended to (a rebuild makes a new list), so the view never
-    changes. O(1) to make; it copies nothing.
-    """
-
-    __slots__ = ("_items", "_length")
-
-    def __init__(self, items: list[Message], length: int | None = None) -> None:
-        self._items = items
-        self._length = len(items) if length is None else length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
-    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
-        if isinstance(index, slice):
-            return tuple(self._items[: self._length][index])
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("message index out of range")
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Message]:
-        return itertools.islice(self._items, self._length)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, MessagesView | list | tuple):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
+    __slots__ = ()
+    _index_name = "message index"
 
     def __repr__(self) -> str:
         return f"<MessagesView {self._length} messages>"

@@ -6,16 +6,15 @@ at commit; it is advanced by ``Session.append``, so reading it costs nothing to 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import overload
-
 from eventlog import Session
 from eventlog.surface import SurfaceIndex
+
+from .base import PrefixView
 
 __all__ = ("Surface", "surface")
 
 
-class Surface(Sequence[int]):
+class Surface(PrefixView[int]):
     """An immutable snapshot of the surface: the seqs whose messages the model sees, in order.
 
     O(1) to take: it holds the index's lists with a captured length (the index never edits a
@@ -24,45 +23,17 @@ class Surface(Sequence[int]):
     :ivar generation: how many replaces had been applied when the snapshot was taken.
     """
 
-    __slots__ = ("_balances", "_index", "_length", "_nodes", "generation")
+    __slots__ = ("_balances", "_index", "generation")
+    _index_name = "surface position"
 
     def __init__(self, index: SurfaceIndex) -> None:
+        super().__init__(index.nodes)
         self._index = index
-        self._nodes = index.nodes
         self._balances = index.balances
-        self._length = len(self._nodes)
         self.generation = index.generation
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[int, ...]: ...
-    def __getitem__(self, index: int | slice) -> int | tuple[int, ...]:
-        if isinstance(index, slice):
-            return tuple(self._nodes[: self._length][index])
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("surface position out of range")
-        return self._nodes[index]
-
-    def __iter__(self) -> Iterator[int]:
-        nodes = self._nodes
-        for position in range(self._length):
-            yield nodes[position]
 
     def __contains__(self, seq: object) -> bool:
         return isinstance(seq, int) and self.position(seq) is not None
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Surface | list | tuple):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def position(self, seq: int) -> int | None:
         """Where ``seq`` stands on this surface, or ``None`` when it is not one of its nodes.
@@ -73,7 +44,7 @@ class Surface(Sequence[int]):
             position = self._index.position(seq)
             return position if position is not None and position < self._length else None
         for position in range(self._length):
-            if self._nodes[position] == seq:
+            if self._items[position] == seq:
                 return position
         return None
 
