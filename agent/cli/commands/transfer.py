@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from eventlog import EventLogError, SessionNotFoundError
-from eventlog.codec import GENESIS_HASH, decode_event, verify_rows
+from eventlog.codec import GENESIS_HASH, verify_rows
+from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
-from eventlog.surface import fold_surface
 
 from ..context import Context, open_cli_store, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
@@ -123,13 +123,11 @@ def _read_export(name: str) -> list[ExportedSession]:
 
 
 def _check(store: LogStore, exported: ExportedSession) -> None:
-    """Verify the chain, decode every event and replay the surface, as ``open`` would."""
+    """Verify the chain, decode every event and replay the surface: ``open``'s own loader."""
     sid = exported.record.id
     where = f"line {exported.line}"
     try:
-        verify_rows(exported.rows, GENESIS_HASH, 0, session_id=sid)
-        events = [decode_event(row, store.types, session_id=sid) for row in exported.rows]
-        fold_surface(events, session_id=sid)
+        LogLoader(store.types, sid).feed(exported.rows)
     except EventLogError as exc:
         if exc.seq is not None and 0 <= exc.seq < len(exported.lines):
             where = f"line {exported.lines[exc.seq]}"
