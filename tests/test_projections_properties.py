@@ -59,6 +59,7 @@ from projections import (
     to_openai,
 )
 from tests.test_projections_formats import check_anthropic, check_openai
+from tests.test_surface import reads
 
 pytestmark = pytest.mark.anyio
 
@@ -116,24 +117,13 @@ class History:
             else:
                 assert tuple(view) == shown
 
-    def reads(self) -> tuple[Any, ...]:
-        session = self.session
-        return (
-            session.head,
-            tuple(surface(session)),
-            surface(session).generation,
-            tuple(messages(session)),
-            inbox(session),
-            timeline(session),
-        )
-
     def refused(self, type_: str, data: Any, **kw: Any) -> bool:
         """Try an append; when it is refused, prove nothing changed. True if it committed."""
-        before = self.reads()
+        before = reads(self.session)
         try:
             self.commit(type_, data, **kw)
         except EventLogError:
-            assert self.reads() == before
+            assert reads(self.session) == before
             return False
         return True
 
