@@ -22,6 +22,7 @@ import msgspec
 from benchmarks.workload import EVENTS_PER_TURN, turn_events
 
 __all__ = (
+    "DURABILITY_PRAGMAS",
     "Concurrent",
     "EVENTS_PER_TURN",
     "NativeEvent",
@@ -31,8 +32,8 @@ __all__ = (
     "Timing",
     "WriteResult",
     "database_bytes",
+    "durability_settings",
     "native_turn",
-    "pragma",
 )
 
 
@@ -143,7 +144,14 @@ def database_bytes(path: Path) -> int:
     return total
 
 
-def pragma(connection: sqlite3.Connection, name: str) -> str:
-    """The value of ``PRAGMA name`` on ``connection``, as text."""
-    row = connection.execute(f"PRAGMA {name}").fetchone()
-    return str(row[0]) if row is not None else "?"
+#: The pragmas that decide durability, read back from each peer's connection and reported.
+DURABILITY_PRAGMAS = ("journal_mode", "synchronous")
+
+
+def durability_settings(connection: sqlite3.Connection) -> dict[str, str]:
+    """:data:`DURABILITY_PRAGMAS` on ``connection``, as text (``{"synchronous": "2", …}``)."""
+    settings = {}
+    for name in DURABILITY_PRAGMAS:
+        row = connection.execute(f"PRAGMA {name}").fetchone()
+        settings[name] = str(row[0]) if row is not None else "?"
+    return settings

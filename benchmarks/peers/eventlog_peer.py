@@ -26,7 +26,6 @@ the surface index (DESIGN.md §5). It validates schema, order and integrity.
 
 from __future__ import annotations
 
-import sqlite3
 from functools import partial
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from benchmarks.workload import append_turn
 from eventlog import Session, open_store
 from eventlog.stores.logstore import LogStore
 
-from ._common import Stopwatch, Timing, WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, durability_settings
 
 __all__ = ("EventlogBackground", "EventlogFlushPerTurn")
 
@@ -52,10 +51,6 @@ def _store(path: Path) -> LogStore:
     return open_store(_url(path), durability=_DURABILITY)
 
 
-def _pragmas(connection: sqlite3.Connection) -> dict[str, str]:
-    return {name: pragma(connection, name) for name in ("journal_mode", "synchronous")}
-
-
 async def _settings(store: LogStore) -> dict[str, str]:
     """The settings of the store's writer connection, read back on its own thread.
 
@@ -65,7 +60,7 @@ async def _settings(store: LogStore) -> dict[str, str]:
     settings = {"durability": _DURABILITY}
     worker = getattr(store.backend, "_writer", None)
     if worker is not None:
-        settings.update(await worker.call(_pragmas))
+        settings.update(await worker.call(durability_settings))
     return settings
 
 

@@ -33,7 +33,7 @@ from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.sqlite import SQLiteFactory
 
-from ._common import Stopwatch, Timing, WriteResult, native_turn, pragma
+from ._common import Stopwatch, Timing, WriteResult, durability_settings, native_turn
 
 __all__ = ("EventSourcing",)
 
@@ -63,7 +63,7 @@ def _settings(app: Application[uuid.UUID]) -> dict[str, str]:
         sqlite_connection = getattr(connection, "_sqlite_conn", None)
         if sqlite_connection is None:
             return {}
-        return {name: pragma(sqlite_connection, name) for name in ("journal_mode", "synchronous")}
+        return durability_settings(sqlite_connection)
     finally:
         pool.put_connection(connection)
 

@@ -38,7 +38,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from ._common import Stopwatch, Timing, WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, durability_settings
 from .langgraph_peer import step_messages
 
 __all__ = ("MAX_TURNS", "LangGraphDeltaGraph")
@@ -120,7 +120,7 @@ class LangGraphDeltaGraph:
                 for turn in range(1, turns + 1):
                     script.steps = step_messages(turn)
                     graph.invoke({"messages": [script.steps[0][0]]}, config)
-            settings = {name: pragma(saver.conn, name) for name in ("journal_mode", "synchronous")}
+            settings = durability_settings(saver.conn)
         return WriteResult(watch.timing, _THREAD, settings)
 
     def reload(self, path: Path, session_id: str) -> Timing:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from benchmarks.workload import turn_events
 
-from ._common import Stopwatch, Timing, WriteResult, pragma
+from ._common import DURABILITY_PRAGMAS, Stopwatch, Timing, WriteResult, durability_settings
 
 __all__ = ("MAX_WRITE_TURNS", "LangGraphAsync", "LangGraphSync", "step_messages")
 
@@ -119,7 +118,7 @@ class LangGraphSync:
                 for turn in range(1, turns + 1):
                     for added in step_messages(turn):
                         chain.config = saver.put(*chain.next(added))
-            settings = _settings(saver.conn)
+            settings = durability_settings(saver.conn)
         return WriteResult(watch.timing, _THREAD, settings)
 
     def seed(self, path: Path, turns: int) -> str:
@@ -162,7 +161,7 @@ class LangGraphAsync:
                     for added in step_messages(turn):
                         chain.config = await saver.aput(*chain.next(added))
             settings = {}
-            for name in ("journal_mode", "synchronous"):
+            for name in DURABILITY_PRAGMAS:
                 async with saver.conn.execute(f"PRAGMA {name}") as cursor:
                     row = await cursor.fetchone()
                 settings[name] = str(row[0]) if row is not None else "?"
@@ -185,10 +184,3 @@ class LangGraphAsync:
 
     def max_turns(self) -> int | None:
         return MAX_WRITE_TURNS
-
-
-def _settings(connection: sqlite3.Connection) -> dict[str, str]:
-    return {
-        "journal_mode": pragma(connection, "journal_mode"),
-        "synchronous": pragma(connection, "synchronous"),
-    }

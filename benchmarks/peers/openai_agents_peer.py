@@ -29,7 +29,7 @@ from agents import SQLiteSession, TResponseInputItem
 
 from benchmarks.workload import turn_events
 
-from ._common import Stopwatch, Timing, WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, durability_settings
 
 __all__ = ("OpenAIAgents", "turn_items")
 
@@ -138,4 +138,4 @@ def _settings(session: SQLiteSession) -> dict[str, str]:
     if connect is None:
         return {}
     connection = connect()
-    return {name: pragma(connection, name) for name in ("journal_mode", "synchronous")}
+    return durability_settings(connection)

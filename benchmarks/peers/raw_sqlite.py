@@ -29,7 +29,7 @@ import msgspec
 
 from benchmarks.workload import turn_events
 
-from ._common import Stopwatch, Timing, WriteResult, pragma
+from ._common import Stopwatch, Timing, WriteResult, durability_settings
 
 __all__ = ("RawSQLite",)
 
@@ -90,7 +90,7 @@ class RawSQLite:
             connection.execute(_SCHEMA)
             with Stopwatch() as watch:
                 _write_turns(connection, _SESSION, turns)
-            settings = {name: pragma(connection, name) for name in ("journal_mode", "synchronous")}
+            settings = durability_settings(connection)
         finally:
             connection.close()
         return WriteResult(watch.timing, _SESSION, settings)
