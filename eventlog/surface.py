@@ -104,12 +104,10 @@ class SurfaceIndex:
     def apply(self, transition: SurfaceTransition) -> None:
         """Apply a transition planned against this very state (O(1) for an append)."""
         seq, first, last = transition.seq, transition.first, transition.last
-        self._deltas[seq] = transition.delta
         if first == len(self._nodes):
-            self._positions[seq] = first
-            self._nodes.append(seq)
-            self._balances.append(self.balance_before(first) + transition.delta)
+            self.append_node(seq, transition.delta)
             return
+        self._deltas[seq] = transition.delta
         # A replace: rare, so rebuilding the tail is fine. New lists, never an in-place edit,
         # so that a reader holding the old ones with a captured length sees no change.
         for shadowed in self._nodes[first : last + 1]:
