@@ -53,8 +53,7 @@ def splice(
         (other than in the removed span), an ``outcome`` missing for a removal or given for an
         insert-only splice.
     """
-    if target not in _TARGETS:
-        raise ValidationError(f"inbox target {target!r} is not 'next-turn' or 'next-step'")
+    _check_target(target)
     items = inbox.items(target)
     start, removed = normalize_splice(len(items), start, removed)
     if removed == 0 and not inserted:
@@ -108,8 +107,7 @@ def claim(inbox: Inbox, target: InboxTarget) -> Claim:
 
     :raises ValidationError: unknown target.
     """
-    if target not in _TARGETS:
-        raise ValidationError(f"inbox target {target!r} is not 'next-turn' or 'next-step'")
+    _check_target(target)
     splices: list[InboxSpliced] = []
     items: list[InboxItem] = []
     if inbox.next_step:
@@ -140,6 +138,11 @@ def cancel_all(inbox: Inbox) -> tuple[InboxSpliced, ...]:
         ("next-turn", inbox.next_turn),
     )
     return tuple(_removal(target, 0, len(items), "canceled") for target, items in lists if items)
+
+
+def _check_target(target: InboxTarget) -> None:
+    if target not in _TARGETS:
+        raise ValidationError(f"inbox target {target!r} is not 'next-turn' or 'next-step'")
 
 
 def _removal(target: InboxTarget, start: int, removed: int, outcome: Outcome) -> InboxSpliced:
