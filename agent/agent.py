@@ -49,7 +49,7 @@ from .assembly import Assembler
 from .compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from .errors import AgentBusyError, OpenTurnError
 from .execution import ToolExecutor
-from .inbox import Admission, submit
+from .inbox import Admission, prompt, submit
 from .interrupt import Interrupter, stream_into
 from .model import Chunk, Model, ModelRequest
 from .request import HeaderTracker
@@ -175,9 +175,7 @@ class Agent:
     async def prompt(self, text: str | Message, *, request_id: str) -> Admission:
         """Queue a user prompt once per ``request_id`` (durable on return; see
         :func:`agent.prompt`)."""
-        admission = submit(self.session, "next-turn", text, request_id=request_id)
-        await self.session.flush()
-        return admission
+        return await prompt(self.session, text, request_id=request_id)
 
     def on_chunk(self, callback: Callable[[Chunk], None]) -> Callable[[], None]:
         """Show live stream chunks to ``callback`` (never persisted); returns the unsubscribe.
