@@ -10,8 +10,10 @@ the database or creating its schema) and of its load call (not opening the datab
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -34,6 +36,7 @@ __all__ = (
     "database_bytes",
     "durability_settings",
     "native_turn",
+    "write_in_threads",
 )
 
 
@@ -123,6 +126,22 @@ class Seedable(Protocol):
     def seed(self, path: Path, turns: int) -> str:
         """Write, untimed, the state a ``turns``-turn session leaves; return the session id."""
         ...
+
+
+def write_in_threads(sessions: int, work: Callable[[int, threading.Barrier], None]) -> Timing:
+    """Run ``work(index, start)`` in one thread per session, timed from all of them starting.
+
+    Each ``work`` does its untimed setup, then ``start.wait()``; the clock starts when every
+    thread has reached the barrier and stops when the last one returns.
+    """
+    start = threading.Barrier(sessions + 1, timeout=120)
+    with ThreadPoolExecutor(sessions) as pool:
+        futures = [pool.submit(work, index, start) for index in range(sessions)]
+        with Stopwatch() as watch:
+            start.wait()
+            for future in futures:
+                future.result()
+    return watch.timing
 
 
 #: (type, payload as JSON-compatible builtins) of one workload event.

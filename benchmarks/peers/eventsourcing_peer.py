@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,7 +32,14 @@ from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.sqlite import SQLiteFactory
 
-from ._common import Stopwatch, Timing, WriteResult, durability_settings, native_turn
+from ._common import (
+    Stopwatch,
+    Timing,
+    WriteResult,
+    durability_settings,
+    native_turn,
+    write_in_threads,
+)
 
 __all__ = ("EventSourcing",)
 
@@ -105,9 +111,8 @@ class EventSourcing:
     def write_concurrent(self, path: Path, sessions: int, turns: int) -> Timing:
         """One thread and one aggregate per session, sharing one application."""
         app = _application(path)
-        start = threading.Barrier(sessions + 1, timeout=120)
 
-        def work() -> None:
+        def work(_index: int, start: threading.Barrier) -> None:
             session = AgentSession()
             start.wait()
             for turn in range(1, turns + 1):
@@ -116,15 +121,9 @@ class EventSourcing:
                 app.save(session)
 
         try:
-            with ThreadPoolExecutor(sessions) as pool:
-                futures = [pool.submit(work) for _ in range(sessions)]
-                with Stopwatch() as watch:
-                    start.wait()
-                    for future in futures:
-                        future.result()
+            return write_in_threads(sessions, work)
         finally:
             app.close()
-        return watch.timing
 
     def max_turns(self) -> int | None:
         return None

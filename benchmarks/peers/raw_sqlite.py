@@ -20,7 +20,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import msgspec
 
 from benchmarks.workload import turn_events
 
-from ._common import Stopwatch, Timing, WriteResult, durability_settings
+from ._common import Stopwatch, Timing, WriteResult, durability_settings, write_in_threads
 
 __all__ = ("RawSQLite",)
 
@@ -100,10 +99,9 @@ class RawSQLite:
         setup = _connect(path)
         setup.execute(_SCHEMA)
         setup.close()
-        start = threading.Barrier(sessions + 1, timeout=120)
         lock = threading.Lock()
 
-        def work(index: int) -> None:
+        def work(index: int, start: threading.Barrier) -> None:
             connection = _connect(path)  # sqlite3 connections stay in their own thread
             try:
                 start.wait()
@@ -111,13 +109,7 @@ class RawSQLite:
             finally:
                 connection.close()
 
-        with ThreadPoolExecutor(sessions) as pool:
-            futures = [pool.submit(work, index) for index in range(sessions)]
-            with Stopwatch() as watch:
-                start.wait()
-                for future in futures:
-                    future.result()
-        return watch.timing
+        return write_in_threads(sessions, work)
 
     def reload(self, path: Path, session_id: str) -> Timing:
         connection = _connect(path)
