@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
+
+import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
 from eventlog.codec import GENESIS_HASH, verify_rows
@@ -143,17 +144,13 @@ async def _must_be_new(store: LogStore, session_id: str) -> None:
 
 
 async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
-    try:
-        module: Any = importlib.import_module("eventlog.importers.dsh")
-    except ImportError:
-        raise CliError("this eventlog has no DeepSeek Harness importer") from None
-    reports: list[Any] = []
+    from eventlog.importers import ImportReport, import_dsh  # only `import --from dsh` needs it
+
+    reports: list[ImportReport] = []
     async with open_cli_store(ctx.url, create=True) as store:
         for name in args.files:  # one at a time: each file is imported whole or not at all
-            reports.append(await module.import_dsh(store, name))  # noqa: PERF401
+            reports.append(await import_dsh(store, name))  # noqa: PERF401
     if ctx.out.json_mode:
-        import msgspec
-
         ctx.out.json({"imported": [msgspec.to_builtins(r) for r in reports]})
     else:
         for report in reports:
