@@ -25,7 +25,7 @@ changes when the session moves on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 import msgspec
@@ -228,7 +228,7 @@ class Timeline:
         """Every proposed call with no ``tool/result`` yet, in any step, oldest first."""
         return self._resolve(self._unanswered)
 
-    def _resolve(self, keys: Sequence[tuple[int, int, str]]) -> tuple[ToolCallState, ...]:
+    def _resolve(self, keys: Iterable[tuple[int, int, str]]) -> tuple[ToolCallState, ...]:
         found = (self.call(*key) for key in keys)
         return tuple(state for state in found if state is not None)
 
@@ -256,13 +256,7 @@ class Timeline:
 
     def calls(self) -> tuple[ToolCallState, ...]:
         """Every call as of this snapshot, in the order calls first appeared (O(calls))."""
-        return tuple(self._iter_calls())
-
-    def _iter_calls(self) -> Iterator[ToolCallState]:
-        for key in self._history:
-            state = self.call(*key)
-            if state is not None:
-                yield state
+        return self._resolve(self._history)
 
     def _identity(self) -> tuple[object, ...]:
         return (
