@@ -136,11 +136,7 @@ async def test_snapshot_never_changes(session: Session) -> None:
     assert held.call(1, 1, "a").status == "proposed"  # type: ignore[union-attr]
     assert [c.call_id for c in held.dangling] == ["a"]
     assert timeline(session).call(1, 1, "a").status == "resulted"  # type: ignore[union-attr]
-    assert held == rebuilt_at(session, held.seq)
-
-
-def rebuilt_at(session: Session, seq: int) -> Timeline:
-    return timeline(session, at=seq)
+    assert held == timeline(session, at=held.seq)
 
 
 async def test_unanswered_call_in_closed_step_stays_unanswered(session: Session) -> None:
