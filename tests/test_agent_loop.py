@@ -69,6 +69,17 @@ async def _run(agent: Agent) -> list[str]:
         return [o.reason for o in await agent.run_until_idle()]
 
 
+async def _steer_while_held(
+    agent: Agent, reached: anyio.Event, release: anyio.Event, text: str
+) -> None:
+    """Run the agent; once the model holds its reply (``reached``), steer, then release it."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_run, agent)
+        await reached.wait()
+        agent.steer(text)
+        release.set()
+
+
 async def test_a_simple_turn_writes_the_documented_events(session: Session) -> None:
     model = ScriptedModel([Response(text="Hello there.")])
     agent = Agent(session, model, system="be brief")
@@ -257,11 +268,7 @@ async def test_steering_between_steps_continues_the_turn(session: Session) -> No
     )
     agent = Agent(session, model)
     agent.followup("question")
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_run, agent)
-        await reached.wait()
-        agent.steer("also consider this")
-        release.set()
+    await _steer_while_held(agent, reached, release, "also consider this")
     (end,) = _of(session, "turn/end")
     assert end.data.reason == "completed"
     assert [e.data.step for e in _of(session, "step/start")] == [1, 2]
@@ -530,11 +537,7 @@ async def test_max_tokens_is_sticky_when_steering_continues_the_turn(session: Se
     )
     agent = Agent(session, model)
     agent.followup("long answer please")
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_run, agent)
-        await reached.wait()
-        agent.steer("continue")
-        release.set()
+    await _steer_while_held(agent, reached, release, "continue")
     assert len(model.requests) == 2
     assert _of(session, "turn/end")[0].data.reason == "max-tokens"
     check_invariants(session)
