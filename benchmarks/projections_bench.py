@@ -14,6 +14,7 @@ machine do not inflate the figures; everything measured here is in-process CPU w
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import anyio
 
@@ -21,7 +22,7 @@ from eventlog import Session, open_store
 from eventlog.stores.memory import MemoryData
 from projections import inbox, messages, surface, timeline
 
-from ._harness import Figure, Stats, print_figure
+from ._harness import Figure, Stats, print_figure, repeat
 from .workload import EVENTS_PER_TURN, TurnEvent, append_turn, turn_events
 
 __all__ = ("commit_with_reads", "main", "messages_call_cost", "rebuild_on_open")
@@ -97,11 +98,10 @@ def main(quick: bool = False) -> None:
     runs = 3 if quick else 7
     sizes = (16_000,) if quick else (16_000, 160_000)
     for events in sizes:
-        values = [anyio.run(messages_call_cost, events) for _ in range(runs)]
         print_figure(
             Figure(
                 f"messages() per call, {events:,}-event session",
-                Stats(tuple(values)),
+                repeat(partial(anyio.run, messages_call_cost, events), runs),
                 "ns",
                 target="flat in history length",
             )
@@ -110,11 +110,11 @@ def main(quick: bool = False) -> None:
     n = turns * EVENTS_PER_TURN
     for reads in (False, True):
         label = "messages()+inbox()+timeline() after each" if reads else "no reads"
-        values = [anyio.run(_commit, turns, reads) for _ in range(runs)]
+        commit = partial(commit_with_reads, turns, reads=reads)
         print_figure(
             Figure(
                 f"commit throughput, {label} ({n:,} events)",
-                Stats(tuple(values)),
+                repeat(partial(anyio.run, commit), runs),
                 "events/s",
                 target="≥100,000" if reads else "",
             )
@@ -125,7 +125,3 @@ def main(quick: bool = False) -> None:
         print_figure(
             Figure(f"rebuild all projections after open, {events:,} events", rebuilds, "s")
         )
-
-
-async def _commit(turns: int, reads: bool) -> float:
-    return await commit_with_reads(turns, reads=reads)
