@@ -38,6 +38,7 @@ __all__ = (
     "play_into",
     "run_main",
     "shared_runs_db",
+    "the_run",
     "url_of",
 )
 
@@ -109,7 +110,7 @@ def corrupt_event(path: Path, session_id: str, seq: int) -> None:
             "SELECT data FROM events WHERE session_id = ? AND seq = ?", (session_id, seq)
         ).fetchone()
         text = data.decode() if isinstance(data, bytes) else data
-        altered = text.replace(":1", ":7", 1) if ":1" in text else text.replace('"', "'", 0) + " "
+        altered = text.replace(":1", ":7", 1) if ":1" in text else text + " "
         assert altered != text
         db.execute(
             "UPDATE events SET data = ? WHERE session_id = ? AND seq = ?",
