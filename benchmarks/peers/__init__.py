@@ -93,23 +93,20 @@ def main(quick: bool = False) -> None:
         for turns, runs in lengths:
             print(f"T = {turns:,} turns, {runs} alternating runs …", flush=True)
             for run in range(runs):
-                shift = run % len(loaded)
-                for entry in loaded[shift:] + loaded[:shift]:
-                    if entry.peer is None:
-                        continue
-                    cell = cells.setdefault((entry.info.name, turns), _Cell())
-                    _measure(entry.peer, root, turns, cell, run)
+                for entry in _rotated(loaded, run):
+                    if entry.peer is not None:
+                        cell = cells.setdefault((entry.info.name, turns), _Cell())
+                        _measure(entry.peer, root, turns, cell, run)
         sessions, per_session, runs = CONCURRENT_QUICK if quick else CONCURRENT_FULL
         print(f"{sessions} concurrent sessions × {per_session:,} turns, {runs} runs …", flush=True)
         for run in range(runs):
-            shift = run % len(loaded)
-            for entry in loaded[shift:] + loaded[:shift]:
+            for entry in _rotated(loaded, run):
                 if entry.peer is not None:
                     cell = cells.setdefault((entry.info.name, -1), _Cell())
                     _measure_concurrent(entry.peer, root, sessions, per_session, cell, run)
     meta = Meta.now(
         quick=quick,
-        lengths=[(turns, runs) for turns, runs in lengths],
+        lengths=list(lengths),
         seconds=time.perf_counter() - started,
         scratch=tempfile.gettempdir(),
         load_at_start=load_at_start,
@@ -132,6 +129,12 @@ def _load(module: str, cls: str, name: str) -> _Loaded:
     except ImportError as exc:
         return _Loaded(PeerInfo.missing(name, f"not installed: {exc}"), None)
     return _Loaded(PeerInfo.of(peer), peer)
+
+
+def _rotated(loaded: list[_Loaded], run: int) -> list[_Loaded]:
+    """The peers in the order of run ``run``: rotated by one each run, so none always goes first."""
+    shift = run % len(loaded)
+    return loaded[shift:] + loaded[:shift]
 
 
 def _warm_up(loaded: list[_Loaded], root: Path) -> None:
