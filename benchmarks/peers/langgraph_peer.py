@@ -100,15 +100,29 @@ def _all_messages(turns: int) -> list[BaseMessage]:
     return [m for turn in range(1, turns + 1) for step in step_messages(turn) for m in step]
 
 
-class LangGraphSync:
-    """``SqliteSaver`` on a file, one checkpoint per step holding all messages."""
+class _Checkpointer:
+    """What the sync and async savers share: package, what loading validates, seed, budget."""
 
-    name = "langgraph SqliteSaver"
     package = "langgraph-checkpoint-sqlite"
-    durability = "WAL (library), synchronous=FULL (SQLite default), one put per step"
     validates = "message fields (pydantic, falls back to unvalidated)"
     validating = True
     concurrent_note = "not run (storage grows as T² per session)"
+
+    def seed(self, path: Path, turns: int) -> str:
+        """Write only the final checkpoint of a ``turns``-turn session (what reload reads)."""
+        with SqliteSaver.from_conn_string(str(path)) as saver:
+            saver.put(*_Checkpoints().next(_all_messages(turns)))
+        return _THREAD
+
+    def max_turns(self) -> int | None:
+        return MAX_WRITE_TURNS
+
+
+class LangGraphSync(_Checkpointer):
+    """``SqliteSaver`` on a file, one checkpoint per step holding all messages."""
+
+    name = "langgraph SqliteSaver"
+    durability = "WAL (library), synchronous=FULL (SQLite default), one put per step"
 
     def write(self, path: Path, turns: int) -> WriteResult:
         with SqliteSaver.from_conn_string(str(path)) as saver:
@@ -121,12 +135,6 @@ class LangGraphSync:
             settings = durability_settings(saver.conn)
         return WriteResult(watch.timing, _THREAD, settings)
 
-    def seed(self, path: Path, turns: int) -> str:
-        """Write only the final checkpoint of a ``turns``-turn session (what reload reads)."""
-        with SqliteSaver.from_conn_string(str(path)) as saver:
-            saver.put(*_Checkpoints().next(_all_messages(turns)))
-        return _THREAD
-
     def reload(self, path: Path, session_id: str) -> Timing:
         with SqliteSaver.from_conn_string(str(path)) as saver:
             config: RunnableConfig = {"configurable": {"thread_id": session_id}}
@@ -135,19 +143,12 @@ class LangGraphSync:
         assert loaded is not None and loaded.checkpoint["channel_values"]["messages"]
         return watch.timing
 
-    def max_turns(self) -> int | None:
-        return MAX_WRITE_TURNS
 
-
-class LangGraphAsync:
+class LangGraphAsync(_Checkpointer):
     """``AsyncSqliteSaver`` (aiosqlite) on a file, one checkpoint per step."""
 
     name = "langgraph AsyncSqliteSaver"
-    package = "langgraph-checkpoint-sqlite"
     durability = "WAL (library), synchronous=FULL (SQLite default), one aput per step"
-    validates = "message fields (pydantic, falls back to unvalidated)"
-    validating = True
-    concurrent_note = "not run (storage grows as T² per session)"
 
     def write(self, path: Path, turns: int) -> WriteResult:
         return asyncio.run(self._write(path, turns))
@@ -167,10 +168,6 @@ class LangGraphAsync:
                 settings[name] = str(row[0]) if row is not None else "?"
         return WriteResult(watch.timing, _THREAD, settings)
 
-    def seed(self, path: Path, turns: int) -> str:
-        """Write only the final checkpoint of a ``turns``-turn session (what reload reads)."""
-        return LangGraphSync().seed(path, turns)
-
     def reload(self, path: Path, session_id: str) -> Timing:
         return asyncio.run(self._reload(path, session_id))
 
@@ -181,6 +178,3 @@ class LangGraphAsync:
                 loaded = await saver.aget_tuple(config)
         assert loaded is not None and loaded.checkpoint["channel_values"]["messages"]
         return watch.timing
-
-    def max_turns(self) -> int | None:
-        return MAX_WRITE_TURNS
