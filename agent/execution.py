@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 from anyio.abc import TaskGroup
 
 from eventlog import (
     APPEND,
+    Event,
     EventLogError,
     Message,
     Session,
@@ -78,7 +79,8 @@ class _Settled:
     content: str
     error: ToolError | None = None
     concludes: bool = False
-    outcome_seq: int | None = None
+    #: The ``tool/outcome`` that made this result durable ahead of its turn, if any.
+    outcome: Event | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +286,7 @@ class ToolExecutor:
         except EventLogError as exc:
             # Committed; the step-end checkpoint retries the write and reports a failure.
             logger.warning("agent: could not flush tool/outcome at seq %d: %s", event.seq, exc)
-        return _Settled(settled.content, settled.error, settled.concludes, event.seq)
+        return replace(settled, outcome=event)
 
     def _log_call(self, index: int) -> None:
         call = self._calls[index]
@@ -314,10 +316,14 @@ class ToolExecutor:
     def _commit(self, index: int, settled: _Settled) -> None:
         call_seq = self._call_seqs[index]
         assert call_seq is not None
-        sources = (call_seq,) if settled.outcome_seq is None else (call_seq, settled.outcome_seq)
-        message = Message.tool_result(
-            self._calls[index].id, settled.content, is_error=settled.error is not None
-        )
+        if settled.outcome is None:
+            sources: tuple[int, ...] = (call_seq,)
+            message = Message.tool_result(
+                self._calls[index].id, settled.content, is_error=settled.error is not None
+            )
+        else:  # answer with the message the outcome already recorded
+            sources = (call_seq, settled.outcome.seq)
+            message = settled.outcome.data.result
         event = self.session.append(
             "tool/result",
             ToolResult(turn=self.turn, step=self.step, message=message, error=settled.error),
