@@ -44,9 +44,9 @@ class ProgressHook:
         self._progress = progress
         self._task = task
 
-    def advance(self, units: int, description: str | None = None) -> None:
+    def advance(self, units: int) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=units, description=description)
+            self._progress.update(self._task, advance=units)
 
 
 class Output:
