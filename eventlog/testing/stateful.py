@@ -114,10 +114,7 @@ def store_machine(
             self.portal = self._portal_context.__enter__()
             self.storage = fresh()
             self.model_data = MemoryData()
-            self.sut = _Running(self.portal, self.storage.make_store(write_delay=_NEVER))
-            self.model = _Running(
-                self.portal, LogStore(MemoryBackend(self.model_data), write_delay=_NEVER)
-            )
+            self._open_stores()
 
         def teardown(self) -> None:
             try:
@@ -133,7 +130,7 @@ def store_machine(
         def create(self, number: int) -> None:
             session_id = f"s{number}"
             if session_id in self.known:
-                for running in (self.sut, self.model):
+                for running in self._both:
                     try:
                         running.portal.call(partial(running.store.create, session_id))
                     except SessionExistsError:
@@ -225,11 +222,14 @@ def store_machine(
         async def _read(store: LogStore, session_id: str) -> list[Any]:
             return [event async for event in store.read(session_id)]
 
-        def _restart(self) -> None:
+        def _open_stores(self) -> None:
             self.sut = _Running(self.portal, self.storage.make_store(write_delay=_NEVER))
             self.model = _Running(
                 self.portal, LogStore(MemoryBackend(self.model_data), write_delay=_NEVER)
             )
+
+        def _restart(self) -> None:
+            self._open_stores()
             self.pairs = {
                 session_id: (
                     self.portal.call(self.sut.store.open, session_id),
