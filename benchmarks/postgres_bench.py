@@ -94,6 +94,14 @@ async def _encoded_rows(turns: int) -> list[list[Row]]:
     return [rows[i : i + EVENTS_PER_TURN] for i in range(0, len(rows), EVENTS_PER_TURN)]
 
 
+def _raw_records(sid: str, rows: list[Row]) -> list[tuple[object, ...]]:
+    """The parameters of :data:`_RAW_INSERT` for ``rows`` of session ``sid``."""
+    return [
+        (sid, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data.decode(), r.hash)
+        for r in rows
+    ]
+
+
 # -- one process ---------------------------------------------------------------------------------
 
 
@@ -122,20 +130,7 @@ async def paired_turns(
                 await session.flush()
                 store_time += time.perf_counter() - start
                 start = time.perf_counter()
-                records = [
-                    (
-                        sid,
-                        r.seq,
-                        r.type,
-                        r.time,
-                        r.surface,
-                        r.sources,
-                        r.ignorable,
-                        r.data.decode(),
-                        r.hash,
-                    )
-                    for r in turn_rows
-                ]
+                records = _raw_records(sid, turn_rows)
                 async with conn.transaction():
                     await conn.executemany(insert, records)
                 raw_time += time.perf_counter() - start
@@ -261,20 +256,7 @@ async def _raw_child(schema: str, turns: int) -> None:
         await anyio.to_thread.run_sync(sys.stdin.readline)
         start = time.time()
         for turn_rows in rows:
-            records = [
-                (
-                    sid,
-                    r.seq,
-                    r.type,
-                    r.time,
-                    r.surface,
-                    r.sources,
-                    r.ignorable,
-                    r.data.decode(),
-                    r.hash,
-                )
-                for r in turn_rows
-            ]
+            records = _raw_records(sid, turn_rows)
             async with conn.transaction():
                 await conn.executemany(insert, records)
         end = time.time()
