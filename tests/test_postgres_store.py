@@ -3,7 +3,7 @@ connection loss, idempotent retries, leases with a heartbeat, notifications acro
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -419,36 +419,27 @@ async def test_the_last_round_of_a_closing_store_is_notified(schema: str) -> Non
 
 
 async def test_follow_survives_the_loss_of_the_listen_connection(schema: str, side: Any) -> None:
-    async with _store(schema) as writer, _store(schema) as reader:
-        session = await writer.create(session_id="s")
-        listener = _backend(reader)._listener
-        seen: list[int] = []
-        with anyio.fail_after(20):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_follow, reader, "s", 9, seen)
-                for i in range(5):
-                    _user(session, f"m{i}")
-                await session.flush()
-
-                async def caught_up() -> bool:
-                    return len(seen) == 5 and listener._conn is not None
-
-                await _wait_until(caught_up, "the follower saw the first events")
-                await side.fetchval(
-                    "SELECT pg_terminate_backend($1)", listener._conn.get_server_pid()
-                )
-                for i in range(5, 10):
-                    _user(session, f"m{i}")
-                await session.flush()
-        assert seen == list(range(10))
+    await _follow_across_a_lost_connection(
+        schema, side, lambda writer, reader: _backend(reader)._listener
+    )
 
 
 async def test_follow_survives_the_loss_of_the_writers_notify_connection(
     schema: str, side: Any
 ) -> None:
+    await _follow_across_a_lost_connection(
+        schema, side, lambda writer, reader: _backend(writer)._notifier
+    )
+
+
+async def _follow_across_a_lost_connection(
+    schema: str, side: Any, holder: Callable[[LogStore, LogStore], Any]
+) -> None:
+    """A follower sees every event although the connection ``holder(writer, reader)`` owns
+    is terminated by the server between two flushes."""
     async with _store(schema) as writer, _store(schema) as reader:
         session = await writer.create(session_id="s")
-        notifier = _backend(writer)._notifier
+        owner = holder(writer, reader)
         seen: list[int] = []
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
@@ -458,12 +449,10 @@ async def test_follow_survives_the_loss_of_the_writers_notify_connection(
                 await session.flush()
 
                 async def caught_up() -> bool:
-                    return len(seen) == 5 and notifier._conn is not None
+                    return len(seen) == 5 and owner._conn is not None
 
                 await _wait_until(caught_up, "the follower saw the first events")
-                await side.fetchval(
-                    "SELECT pg_terminate_backend($1)", notifier._conn.get_server_pid()
-                )
+                await side.fetchval("SELECT pg_terminate_backend($1)", owner._conn.get_server_pid())
                 for i in range(5, 10):
                     _user(session, f"m{i}")
                 await session.flush()
