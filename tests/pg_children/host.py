@@ -38,12 +38,17 @@ from eventlog import (
 )
 
 
-def _turn(session: Session, turn: int) -> None:
+def _open_step(session: Session, turn: int) -> None:
+    """``turn/start``, the user's message and ``step/start`` of turn ``turn``."""
     session.append("turn/start", TurnStart(turn=turn))
     session.append(
         "user/message", UserMessage(message=Message.user(f"turn {turn}")), surface=APPEND
     )
     session.append("step/start", StepStart(turn=turn, step=1))
+
+
+def _turn(session: Session, turn: int) -> None:
+    _open_step(session, turn)
     reply = Message.assistant(f"answer {turn}")
     session.append(
         "assistant/message",
@@ -55,11 +60,7 @@ def _turn(session: Session, turn: int) -> None:
 
 
 def _partial(session: Session, turn: int) -> None:
-    session.append("turn/start", TurnStart(turn=turn))
-    session.append(
-        "user/message", UserMessage(message=Message.user(f"turn {turn}")), surface=APPEND
-    )
-    session.append("step/start", StepStart(turn=turn, step=1))
+    _open_step(session, turn)
     calls = tuple(
         ToolCallPart(id=f"call-{turn}-{i}", name="read_file", arguments='{"path": "a.py"}')
         for i in (1, 2)
@@ -85,11 +86,7 @@ async def _flush(session: Session) -> None:
 async def _loop(session: Session) -> None:
     turn = 1 + max((e.data.turn for e in session.events() if e.type == "turn/start"), default=0)
     while True:
-        session.append("turn/start", TurnStart(turn=turn))
-        session.append(
-            "user/message", UserMessage(message=Message.user(f"turn {turn}")), surface=APPEND
-        )
-        session.append("step/start", StepStart(turn=turn, step=1))
+        _open_step(session, turn)
         await _flush(session)  # before the model request
         call = ToolCallPart(id=f"call-{turn}", name="read_file", arguments='{"path": "a.py"}')
         proposal = Message.assistant("reading", tool_calls=(call,))
@@ -131,11 +128,9 @@ async def main(url: str, session_id: str, lease_ttl: float) -> None:
                 assert session is not None
                 try:
                     (_turn if command == "turn" else _partial)(session, int(arg))
-                    await session.flush()
+                    await _flush(session)
                 except ConflictError:
                     print("conflict", flush=True)
-                    continue
-                print(f"flushed {session.durable}", flush=True)
             elif command == "loop":
                 assert session is not None
                 await _loop(session)
