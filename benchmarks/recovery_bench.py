@@ -27,7 +27,7 @@ from projections import timeline
 from recovery import repair, scan
 from recovery.testing import check_invariants
 
-from ._harness import Figure, print_figure, repeat, timed
+from ._harness import Figure, Stats, print_figure, repeat, timed
 from .workload import EVENTS_PER_TURN, append_turn, turn_events
 
 __all__ = ("main",)
@@ -101,7 +101,7 @@ def main(*, quick: bool = False) -> None:
         n = events // EVENTS_PER_TURN
         results = [_scan_repair(n) for _ in range(runs)]
         for i, name in enumerate(("scan, cold timeline", "scan, caught up", "repair (4 closers)")):
-            stats = repeat(iter([r[i] * 1000 for r in results]).__next__, runs)
+            stats = Stats(tuple(r[i] * 1000 for r in results))
             print_figure(Figure(f"{name}, {events:,} events", stats, "ms"))
     stats = repeat(lambda: _check(16_000 // EVENTS_PER_TURN) * 1000, runs)
     print_figure(Figure("check_invariants, 16,000 events", stats, "ms"))
