@@ -30,6 +30,8 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 RAW = "raw sqlite3"
 OURS = "eventlog (flush per turn)"
 OURS_BACKGROUND = "eventlog (background writer)"
+#: The rows that are not peers to beat: the floor and eventlog's own.
+NOT_CONTENDERS = (RAW, OURS, OURS_BACKGROUND)
 VERDICT_TURNS = 1_000
 TARGET_RATIO = 1.5
 
@@ -211,7 +213,7 @@ def _spread(outcome: Outcome, name: str, scale: float = 1.0, spec: str = ",.0f")
 def _rows(outcomes: list[Outcome]) -> list[list[str]]:
     rows = []
     for o in outcomes:
-        reload_ms = o.median("reload_s")
+        reload_s = o.median("reload_s")
         reload_cpu = o.median("reload_cpu_s")
         write_cpu = o.median("write_cpu_per_turn_s")
         rows.append(
@@ -222,7 +224,7 @@ def _rows(outcomes: list[Outcome]) -> list[list[str]]:
                 _spread(o, "events_per_s"),
                 _fmt(o.ratio_to_raw, ".2f"),
                 _fmt(None if write_cpu is None else write_cpu * 1e6),
-                _fmt(None if reload_ms is None else reload_ms * 1000, ",.1f"),
+                _fmt(None if reload_s is None else reload_s * 1000, ",.1f"),
                 _spread(o, "reload_s", 1000, ",.1f"),
                 _fmt(None if reload_cpu is None else reload_cpu * 1000, ",.1f"),
                 _fmt(o.median("bytes_per_turn")),
@@ -310,7 +312,7 @@ def _verdicts(peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
     outcomes = [o for o in outcomes if o.sessions == 1]
     ours = {o.turns: o for o in outcomes if o.peer == OURS}
     background = {o.turns: o for o in outcomes if o.peer == OURS_BACKGROUND}
-    others = [o for o in outcomes if o.peer not in (RAW, OURS, OURS_BACKGROUND)]
+    others = [o for o in outcomes if o.peer not in NOT_CONTENDERS]
     out = []
     mine = ours.get(VERDICT_TURNS)
     contenders = [o for o in others if o.turns == VERDICT_TURNS and o.median("events_per_s")]
@@ -321,8 +323,8 @@ def _verdicts(peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
     elif not contenders:
         out.append(f"verdict throughput @T={VERDICT_TURNS:,}: no peer ran at this length")
     else:
-        best = max(contenders, key=lambda o: o.median("events_per_s") or 0.0)
-        ratio = (mine.median("events_per_s") or 0.0) / (best.median("events_per_s") or 1.0)
+        best = _fastest(contenders)
+        ratio = _throughput_ratio(mine, best)
         ok = "MET" if ratio >= TARGET_RATIO else "NOT MET"
         out.append(
             f"verdict throughput @T={VERDICT_TURNS:,}: eventlog flush-per-turn is {ratio:.2f}× "
@@ -330,7 +332,7 @@ def _verdicts(peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
         )
         bg = background.get(VERDICT_TURNS)
         if bg is not None and bg.median("events_per_s"):
-            bg_ratio = (bg.median("events_per_s") or 0.0) / (best.median("events_per_s") or 1.0)
+            bg_ratio = _throughput_ratio(bg, best)
             out.append(
                 f"  (background writer: {bg_ratio:.2f}× the best peer, with the weaker "
                 "durable-within-10-ms guarantee)"
@@ -368,19 +370,25 @@ def _verdicts(peers: list[PeerInfo], outcomes: list[Outcome]) -> list[str]:
 
 def _concurrent_verdict(outcomes: list[Outcome]) -> list[str]:
     mine = next((o for o in outcomes if o.peer == OURS and o.median("events_per_s")), None)
-    contenders = [
-        o
-        for o in outcomes
-        if o.peer not in (RAW, OURS, OURS_BACKGROUND) and o.median("events_per_s")
-    ]
+    contenders = [o for o in outcomes if o.peer not in NOT_CONTENDERS and o.median("events_per_s")]
     if mine is None or not contenders:
         return []
-    best = max(contenders, key=lambda o: o.median("events_per_s") or 0.0)
-    ratio = (mine.median("events_per_s") or 0.0) / (best.median("events_per_s") or 1.0)
+    best = _fastest(contenders)
     return [
         f"throughput with {mine.label} turns written at once: eventlog flush-per-turn is "
-        f"{ratio:.2f}× the best peer ({best.peer}; group commit shares each fsync)"
+        f"{_throughput_ratio(mine, best):.2f}× the best peer ({best.peer}; group commit shares "
+        "each fsync)"
     ]
+
+
+def _fastest(outcomes: list[Outcome]) -> Outcome:
+    """The outcome with the highest median events per second."""
+    return max(outcomes, key=lambda o: o.median("events_per_s") or 0.0)
+
+
+def _throughput_ratio(mine: Outcome, best: Outcome) -> float:
+    """``mine``'s median events per second over ``best``'s."""
+    return (mine.median("events_per_s") or 0.0) / (best.median("events_per_s") or 1.0)
 
 
 def _as_json(o: Outcome) -> dict[str, Any]:
