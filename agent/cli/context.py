@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from eventlog import CorruptLogError, EventLogError, Session, SurfaceError, open_store
-from eventlog.codec import decode_event, verify_rows
+from eventlog import CorruptLogError, EventLogError, Session, open_store
 from eventlog.ids import validate_session_id
+from eventlog.loader import LogLoader
 from eventlog.stores import LogStore, SessionRecord
-from eventlog.surface import plan_transition
 
 from .errors import CliError
 from .output import Output
@@ -115,8 +115,8 @@ async def stored_record(store: LogStore, session_id: str) -> SessionRecord:
 
 
 async def find_fault(store: LogStore, salvaged: Session, stored_head: int) -> EventLogError:
-    """Why loading stopped after ``salvaged.head``: the same check ``open`` makes, on the one
-    event after the salvaged prefix, so the error names that event's seq."""
+    """Why loading stopped after ``salvaged.head``: ``open``'s own loader, resumed from the
+    salvaged prefix on the one event after it, so the error is the one ``open`` raises."""
     sid, seq = salvaged.id, salvaged.head + 1
     rows = [row async for chunk in store.backend.read_rows(sid, seq, 1) for row in chunk]
     if not rows:
@@ -126,26 +126,12 @@ async def find_fault(store: LogStore, salvaged: Session, stored_head: int) -> Ev
             session_id=sid,
             seq=seq,
         )
+    loader = LogLoader(store.types, sid)
+    loader.events = list(salvaged.events())
+    loader.surface = copy.deepcopy(salvaged.surface_index)  # the session's own stays as loaded
+    loader.last_hash = salvaged.last_hash
     try:
-        verify_rows(rows, salvaged.last_hash, seq, session_id=sid)
-        event = decode_event(rows[0], store.types, session_id=sid)
-        if event.surface is not None:
-            plan_transition(
-                salvaged.surface_index,
-                seq=seq,
-                type_=event.type,
-                data=event.data,
-                op=event.surface,
-                sources=event.sources,
-                session_id=sid,
-                payload_of=lambda s: salvaged.events()[s].data,
-            )
-    except SurfaceError as exc:
-        return CorruptLogError(
-            f"session {sid!r}, seq {seq}: stored surface operation is invalid: {exc.message}",
-            session_id=sid,
-            seq=seq,
-        )
+        loader.feed(rows)
     except EventLogError as exc:
         return exc
     return CorruptLogError(
