@@ -31,6 +31,8 @@ import gc
 import importlib
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,7 +156,7 @@ def _measure(peer: Peer, root: Path, turns: int, cell: _Cell, run: int) -> None:
         return
     path = root / f"{type(peer).__name__}-{turns}-{run}.db"
     limit = peer.max_turns()
-    try:
+    with _recording(cell, root):
         if limit is not None and turns > limit:
             # Writing is out of reach; the load path reads only the final state, so seed it.
             if not isinstance(peer, Seedable):
@@ -174,11 +176,6 @@ def _measure(peer: Peer, root: Path, turns: int, cell: _Cell, run: int) -> None:
         timing = peer.reload(path, session_id)
         cell.reload_seconds.append(timing.wall)
         cell.reload_cpu_seconds.append(timing.cpu)
-    except Exception as exc:  # a failing peer is reported, not dropped
-        cell.error = f"failed: {type(exc).__name__}: {exc}"[:300]
-    finally:
-        for leftover in root.iterdir():
-            leftover.unlink()
 
 
 def _measure_concurrent(
@@ -191,13 +188,20 @@ def _measure_concurrent(
         cell.note = getattr(peer, "concurrent_note", "not run")
         return
     path = root / f"{type(peer).__name__}-concurrent-{run}.db"
-    try:
+    with _recording(cell, root):
         gc.collect()
         timing = peer.write_concurrent(path, sessions, turns)
         cell.write_seconds.append(timing.wall)
         cell.write_cpu_seconds.append(timing.cpu)
         cell.db_bytes.append(database_bytes(path))
-    except Exception as exc:  # a failing peer is reported, not dropped
+
+
+@contextmanager
+def _recording(cell: _Cell, root: Path) -> Iterator[None]:
+    """One run: a failure is recorded in ``cell`` (reported, not dropped); ``root`` is emptied."""
+    try:
+        yield
+    except Exception as exc:
         cell.error = f"failed: {type(exc).__name__}: {exc}"[:300]
     finally:
         for leftover in root.iterdir():
