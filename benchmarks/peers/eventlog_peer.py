@@ -43,12 +43,8 @@ __all__ = ("EventlogBackground", "EventlogFlushPerTurn")
 _DURABILITY = "power-loss"
 
 
-def _url(path: Path) -> str:
-    return f"sqlite:///{path}"
-
-
 def _store(path: Path) -> LogStore:
-    return open_store(_url(path), durability=_DURABILITY)
+    return open_store(f"sqlite:///{path}", durability=_DURABILITY)
 
 
 async def _settings(store: LogStore) -> dict[str, str]:
