@@ -21,7 +21,6 @@ from agent import (
 from eventlog import (
     APPEND,
     AssistantMessage,
-    Event,
     Message,
     Replace,
     Session,
@@ -36,7 +35,7 @@ from eventlog import (
 )
 from projections import messages
 from recovery.testing import check_invariants
-from tests.agent_children.support import Probe, Tracker
+from tests.agent_children.support import Probe, Tracker, events_of
 
 pytestmark = pytest.mark.anyio
 
@@ -47,10 +46,6 @@ LONG = "word " * 80  # about 100 tokens
 async def session() -> AsyncIterator[Session]:
     async with open_store("memory:") as store:
         yield await store.create()
-
-
-def _of(session: Session, type_: str) -> list[Event]:
-    return [e for e in session.events() if e.type == type_]
 
 
 async def _short(shadowed: Sequence[Message]) -> str:
@@ -87,14 +82,14 @@ async def test_automatic_compaction_replaces_the_old_span_before_a_request(
         agent.followup(f"{n}: {LONG}")
         with anyio.fail_after(10):
             await agent.run_until_idle()
-    (start, *_more) = _of(session, "compaction/start")
+    (start, *_more) = events_of(session, "compaction/start")
     assert start.data.trigger == "auto"
-    end = _of(session, "compaction/end")[0]
+    end = events_of(session, "compaction/end")[0]
     assert end.data.outcome == "completed"
     checkpoint = session.events()[end.data.checkpoint]
     assert isinstance(checkpoint.surface, Replace)
     # The checkpoint cites the bracket start, the summary and every shadowed node.
-    summary = _of(session, "compaction/summary")[0]
+    summary = events_of(session, "compaction/summary")[0]
     assert checkpoint.sources[:2] == (start.seq, summary.seq)
     assert set(checkpoint.sources[2:]) >= set(range(start.data.start, start.data.end + 1)) & {
         e.seq for e in session.events() if e.surface is not None
@@ -141,7 +136,7 @@ async def test_manual_compaction_of_an_explicit_span(session: Session) -> None:
     assert result.shadowed == tuple(nodes[:5])
     assert result.tokens_after < result.tokens_before
     assert len(messages(session)) == before - 4
-    assert _of(session, "compaction/start")[0].data.trigger == "manual"
+    assert events_of(session, "compaction/start")[0].data.trigger == "manual"
     assert [e.type for e in session.events()][-4:] == [
         "compaction/start",
         "compaction/summary",
@@ -183,8 +178,8 @@ async def test_a_summary_that_does_not_shrink_is_refused(session: Session) -> No
     with pytest.raises(CompactionError, match="is not smaller than the span it replaces"):
         await compact(session, nodes[0], nodes[1], verbose)
     assert list(session.surface_index.nodes) == surface_before
-    assert _of(session, "compaction/end")[0].data.outcome == "aborted"
-    assert _of(session, "compaction/summary") == []
+    assert events_of(session, "compaction/end")[0].data.outcome == "aborted"
+    assert events_of(session, "compaction/summary") == []
 
 
 async def test_a_failing_summarizer_aborts_the_bracket(session: Session) -> None:
@@ -225,5 +220,5 @@ async def test_compaction_works_with_tools_in_the_loop(session: Session) -> None
         agent.followup(f"{n} {LONG}")
         with anyio.fail_after(10):
             await agent.run_until_idle()
-    assert _of(session, "compaction/end")
+    assert events_of(session, "compaction/end")
     check_invariants(session)

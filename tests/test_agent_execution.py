@@ -24,7 +24,6 @@ from agent import (
 from eventlog import (
     APPEND,
     AssistantMessage,
-    Event,
     Message,
     Session,
     StepStart,
@@ -34,7 +33,7 @@ from eventlog import (
     open_store,
 )
 from projections import timeline
-from tests.agent_children.support import Probe, Tracker
+from tests.agent_children.support import Probe, Tracker, events_of
 
 pytestmark = pytest.mark.anyio
 
@@ -79,12 +78,8 @@ async def session() -> AsyncIterator[Session]:
         yield await store.create()
 
 
-def _of(session: Session, type_: str) -> list[Event]:
-    return [e for e in session.events() if e.type == type_]
-
-
 def _result_ids(session: Session) -> list[str]:
-    return [e.data.message.tool_results[0].call_id for e in _of(session, "tool/result")]
+    return [e.data.message.tool_results[0].call_id for e in events_of(session, "tool/result")]
 
 
 def _tools(tracker: Tracker) -> Toolbox:
@@ -167,12 +162,12 @@ async def test_a_later_call_finishing_first_is_made_durable_as_outcome(session: 
         "tool/result",
         "tool/result",
     ]
-    outcome = _of(session, "tool/outcome")[0]
+    outcome = events_of(session, "tool/outcome")[0]
     assert outcome.data.call_id == "c1"
     # Results in the model's order; c1's result cites its call and its outcome.
     assert _result_ids(session) == ["c0", "c1"]
-    c1_call = _of(session, "tool/call")[1]
-    assert _of(session, "tool/result")[1].sources == (c1_call.seq, outcome.seq)
+    c1_call = events_of(session, "tool/call")[1]
+    assert events_of(session, "tool/result")[1].sources == (c1_call.seq, outcome.seq)
     assert timeline(session).findings == ()
 
 
@@ -182,7 +177,7 @@ async def test_tool_call_is_durable_before_the_body_runs(session: Session) -> No
 
     async def body_sees() -> None:
         await tracker.started_event("c0").wait()
-        seen.append((session.durable, _of(session, "tool/call")[0].seq))
+        seen.append((session.durable, events_of(session, "tool/call")[0].seq))
         tracker.gate("c0").set()
 
     tracker.gate("c0")
@@ -198,7 +193,7 @@ async def test_invalid_json_and_unknown_tools_answer_without_running(session: Se
     calls = _calls(("safe", "{not json"), ("nope", "{}"), ("safe", "[1]"), ("safe", "{}"))
     await _run(session, _tools(tracker), calls)
     assert tracker.starts() == ["c3"]
-    results = _of(session, "tool/result")
+    results = events_of(session, "tool/result")
     codes = [r.data.error.code if r.data.error else None for r in results]
     assert codes == [INVALID_ARGUMENTS, UNKNOWN_TOOL, INVALID_ARGUMENTS, None]
     assert results[1].data.message.tool_results[0].content == (
@@ -208,13 +203,13 @@ async def test_invalid_json_and_unknown_tools_answer_without_running(session: Se
         "invalid arguments for tool 'safe': not an object"
     )
     # Every result answers a logged tool/call.
-    assert [e.data.call_id for e in _of(session, "tool/call")] == ["c0", "c1", "c2", "c3"]
+    assert [e.data.call_id for e in events_of(session, "tool/call")] == ["c0", "c1", "c2", "c3"]
 
 
 async def test_a_raising_body_becomes_an_error_result(session: Session) -> None:
     tracker = Tracker()
     await _run(session, _tools(tracker), _calls(("solo", '{"fail": true}')))
-    result = _of(session, "tool/result")[0].data
+    result = events_of(session, "tool/result")[0].data
     assert result.error is not None
     assert (result.error.name, result.error.code) == ("RuntimeError", TOOL_FAILED)
     assert result.message.tool_results[0].content == "RuntimeError: probe c0 failed"
@@ -232,7 +227,7 @@ async def test_cancel_before_the_group_starts_nothing(session: Session) -> None:
     assert report.aborted == 2
     # Each unstarted call gets a tool/call + tool/result pair coded ABORTED_BEFORE_DISPATCH.
     assert [e.type for e in session.events()][3:] == ["tool/call", "tool/result"] * 2
-    for result in _of(session, "tool/result"):
+    for result in events_of(session, "tool/result"):
         assert result.data.error.code == ABORTED_BEFORE_DISPATCH
         assert result.data.error.name == "AbortError"
 
@@ -258,7 +253,7 @@ async def test_cancel_during_a_group_drains_started_calls_and_aborts_the_rest(
     # The started pair ran to completion; the barrier and the call after it never started.
     assert tracker.starts() == ["c0", "c1"]
     assert report.aborted == 2
-    codes = [r.data.error.code if r.data.error else None for r in _of(session, "tool/result")]
+    codes = [r.data.error.code if r.data.error else None for r in events_of(session, "tool/result")]
     assert codes == [None, None, ABORTED_BEFORE_DISPATCH, ABORTED_BEFORE_DISPATCH]
     assert _result_ids(session) == ["c0", "c1", "c2", "c3"]
     assert timeline(session).dangling == ()
@@ -272,7 +267,7 @@ async def test_cancel_after_the_group_changes_nothing(session: Session) -> None:
     )
     cancel.set()
     assert report.aborted == 0
-    assert all(r.data.error is None for r in _of(session, "tool/result"))
+    assert all(r.data.error is None for r in events_of(session, "tool/result"))
 
 
 async def test_a_concluding_result_is_reported(session: Session) -> None:
@@ -327,7 +322,7 @@ async def test_an_output_too_large_for_the_log_becomes_an_error_result() -> None
     async with open_store("memory:", max_event_bytes=100_000) as store:
         session = await store.create()
         await _run(session, Toolbox([huge]), _calls(("huge", "{}")))
-        (result,) = _of(session, "tool/result")
+        (result,) = events_of(session, "tool/result")
         assert result.data.error == ToolError(name="OutputTooLargeError", code=OUTPUT_TOO_LARGE)
         assert result.data.message.tool_results[0].content == (
             "the tool output was 200000 bytes, over the session's limit of 100000 bytes per "

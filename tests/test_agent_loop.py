@@ -41,7 +41,7 @@ from eventlog.stores import MemoryData
 from projections import inbox, messages, timeline
 from recovery import TOOL_OUTCOME_UNKNOWN, scan
 from recovery.testing import FaultyStore, check_invariants
-from tests.agent_children.support import Probe, Tracker
+from tests.agent_children.support import Probe, Tracker, events_of
 
 pytestmark = pytest.mark.anyio
 
@@ -54,10 +54,6 @@ async def session() -> AsyncIterator[Session]:
 
 def _types(session: Session, from_seq: int = 0) -> list[str]:
     return [e.type for e in session.events(from_seq)]
-
-
-def _of(session: Session, type_: str) -> list[Event]:
-    return [e for e in session.events() if e.type == type_]
 
 
 def _probes(tracker: Tracker) -> list[Probe]:
@@ -103,7 +99,7 @@ async def test_a_simple_turn_writes_the_documented_events(session: Session) -> N
     assert session.durable == session.head
     assert [m.role for m in messages(session)] == ["user", "assistant"]
     # The claim is cited by the user message it delivered.
-    assert _of(session, "user/message")[0].sources == (2,)
+    assert events_of(session, "user/message")[0].sources == (2,)
 
 
 async def test_the_request_header_records_only_what_changed(session: Session) -> None:
@@ -114,7 +110,7 @@ async def test_the_request_header_records_only_what_changed(session: Session) ->
     agent.system = "s2"
     agent.followup("b")
     await _run(agent)
-    first, second = (e.data for e in _of(session, "request/header"))
+    first, second = (e.data for e in events_of(session, "request/header"))
     assert (first.system, first.model, first.params) == ("s1", "scripted", {"temperature": 0})
     assert first.tools == ()
     assert (second.system, second.tools, second.model, second.params) == ("s2", None, None, None)
@@ -162,7 +158,7 @@ async def test_max_tokens_with_tool_calls_executes_nothing(session: Session) -> 
     assert await _run(agent) == ["max-tokens"]
     assert tracker.log == []
     assert "tool/call" not in _types(session)
-    (reply,) = _of(session, "assistant/message")
+    (reply,) = events_of(session, "assistant/message")
     assert reply.data.interrupted and reply.data.finish == "max-tokens"
     assert reply.data.message.text == "I will call"
     assert reply.data.message.tool_calls == ()
@@ -191,11 +187,11 @@ async def test_cancel_mid_stream_keeps_the_text_and_drops_the_half_tool_call(
         await reached.wait()
         agent.cancel()
     assert tracker.log == []
-    (reply,) = _of(session, "assistant/message")
+    (reply,) = events_of(session, "assistant/message")
     assert reply.data.interrupted and reply.data.finish == "canceled"
     assert reply.data.message.text == "Let me look at it."
     assert reply.data.message.tool_calls == ()
-    assert _of(session, "turn/end")[0].data.reason == "aborted"
+    assert events_of(session, "turn/end")[0].data.reason == "aborted"
     assert scan(session).clean
     check_invariants(session)
 
@@ -210,7 +206,7 @@ async def test_cancel_before_anything_visible_leaves_only_an_attempt(session: Se
         await reached.wait()
         agent.cancel()
     assert "assistant/message" not in _types(session)
-    (attempt,) = _of(session, "assistant/attempt")
+    (attempt,) = events_of(session, "assistant/attempt")
     assert attempt.data.error is None
     assert [m.role for m in messages(session)] == ["user"]
 
@@ -226,12 +222,12 @@ async def test_cancel_during_tools_drains_started_and_aborts_unstarted(session: 
         await tracker.started_event("call-1-0").wait()
         agent.cancel()
         tracker.gate("call-1-0").set()
-    results = _of(session, "tool/result")
+    results = events_of(session, "tool/result")
     assert [r.data.error.code if r.data.error else None for r in results] == [
         None,
         "ABORTED_BEFORE_DISPATCH",
     ]
-    assert _of(session, "turn/end")[0].data.reason == "aborted"
+    assert events_of(session, "turn/end")[0].data.reason == "aborted"
     assert scan(session).clean
     check_invariants(session)
 
@@ -243,7 +239,7 @@ async def test_a_failed_attempt_is_recorded_then_retried(session: Session) -> No
     agent = Agent(session, model, retry_backoff=0)
     agent.followup("go")
     assert await _run(agent) == ["completed"]
-    (attempt,) = _of(session, "assistant/attempt")
+    (attempt,) = events_of(session, "assistant/attempt")
     assert attempt.data.error == "ModelError: overloaded"
     assert [m.text for m in messages(session)] == ["go", "fine"]
     # The failed attempt comes before the retry's message, in the same step.
@@ -255,7 +251,7 @@ async def test_retries_are_bounded_and_the_turn_ends_error(session: Session) -> 
     agent = Agent(session, model, max_retries=2, retry_backoff=0)
     agent.followup("go")
     assert await _run(agent) == ["error"]
-    assert [e.data.error for e in _of(session, "assistant/attempt")] == ["boom"] * 3
+    assert [e.data.error for e in events_of(session, "assistant/attempt")] == ["boom"] * 3
 
 
 async def test_steering_between_steps_continues_the_turn(session: Session) -> None:
@@ -269,9 +265,9 @@ async def test_steering_between_steps_continues_the_turn(session: Session) -> No
     agent = Agent(session, model)
     agent.followup("question")
     await _steer_while_held(agent, reached, release, "also consider this")
-    (end,) = _of(session, "turn/end")
+    (end,) = events_of(session, "turn/end")
     assert end.data.reason == "completed"
-    assert [e.data.step for e in _of(session, "step/start")] == [1, 2]
+    assert [e.data.step for e in events_of(session, "step/start")] == [1, 2]
     assert [m.text for m in model.requests[1].messages] == [
         "question",
         "First answer.",
@@ -312,7 +308,7 @@ async def test_a_concluding_tool_ends_the_turn_unless_steered(session: Session) 
         agent.steer("keep going")
         tracker.gate("call-2-0").set()
     assert len(model.requests) == 3
-    assert _of(session, "turn/end")[-1].data.reason == "completed"
+    assert events_of(session, "turn/end")[-1].data.reason == "completed"
 
 
 async def test_max_steps_blocks_the_turn(session: Session) -> None:
@@ -395,12 +391,12 @@ async def test_resume_repairs_continues_numbering_and_keeps_the_inbox() -> None:
         assert seen[2].role == "tool"
         assert seen[2].tool_results[0].is_error
         assert [m.text for m in seen[3:]] == ["pending context", "what happened?"]
-        ends = _of(agent.session, "turn/end")
+        ends = events_of(agent.session, "turn/end")
         assert [(e.data.turn, e.data.reason) for e in ends] == [
             (1, "interrupted"),
             (2, "completed"),
         ]
-        unknown = _of(agent.session, "tool/result")[0].data.error
+        unknown = events_of(agent.session, "tool/result")[0].data.error
         assert unknown.code == TOOL_OUTCOME_UNKNOWN
 
 
@@ -420,7 +416,7 @@ async def test_a_duplicate_request_id_is_admitted_once_across_a_restart() -> Non
         assert retry.accepted and not retry.enqueued and retry.seq == first.seq
         assert len(inbox(agent.session)) == 0
         assert await _run(agent) == []
-        assert len(_of(agent.session, "turn/start")) == 1
+        assert len(events_of(agent.session, "turn/start")) == 1
 
 
 async def test_every_request_is_sent_only_after_its_input_is_durable(session: Session) -> None:
@@ -454,7 +450,7 @@ async def test_a_failed_checkpoint_answers_the_call_without_running_it() -> None
         agent.followup("go")
         assert await _run(agent) == ["completed"]
         assert tracker.log == []
-        (result,) = _of(session, "tool/result")
+        (result,) = events_of(session, "tool/result")
         assert result.data.error == ToolError(name="StoreWriteError", code=CHECKPOINT_FAILED)
         assert result.data.message.tool_results[0].content.startswith(
             "the call was not run: its start could not be made durable"
@@ -515,7 +511,7 @@ async def test_clear_inbox_on_cancel_withdraws_pending_input(session: Session) -
     agent.inject("two")
     agent.cancel(clear_inbox=True)
     assert len(inbox(session)) == 0
-    assert [e.data.outcome for e in _of(session, "agent/inbox/spliced")][-2:] == [
+    assert [e.data.outcome for e in events_of(session, "agent/inbox/spliced")][-2:] == [
         "canceled",
         "canceled",
     ]
@@ -539,7 +535,7 @@ async def test_max_tokens_is_sticky_when_steering_continues_the_turn(session: Se
     agent.followup("long answer please")
     await _steer_while_held(agent, reached, release, "continue")
     assert len(model.requests) == 2
-    assert _of(session, "turn/end")[0].data.reason == "max-tokens"
+    assert events_of(session, "turn/end")[0].data.reason == "max-tokens"
     check_invariants(session)
 
 
@@ -592,7 +588,7 @@ async def test_serve_runs_a_turn_for_every_waking_submission(session: Session) -
         "context only: no turn",
         "second, from a request handler",
     ]
-    assert len(_of(session, "turn/end")) == 3
+    assert len(events_of(session, "turn/end")) == 3
     check_invariants(session)
 
 

@@ -1,7 +1,8 @@
 """Test tools shared by the agent tests and their child processes.
 
 :class:`Probe` is a tool whose calls record when they start and finish, track how many run at
-once, and can be held at a gate until the test releases them.
+once, and can be held at a gate until the test releases them. :func:`events_of` picks a
+session's events of one type.
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ import anyio
 import msgspec
 
 from agent import ToolArgumentsError, ToolContext, ToolOutput
+from eventlog import Event, Session
+
+
+def events_of(session: Session, type_: str) -> list[Event]:
+    """The committed events of ``session`` whose type is ``type_``, in seq order."""
+    return [e for e in session.events() if e.type == type_]
 
 
 @dataclass
