@@ -163,24 +163,19 @@ def reserve_wal(connection: sqlite3.Connection, path: str) -> None:
 
 
 def _check_version(found: list[tuple[object]], path: str) -> None:
-    if found[0][0] != FORMAT_VERSION:
-        raise UnsupportedFormatError(_version_message(path, found[0][0]), hint=_hint(found))
-
-
-def _version_message(path: str, version: object) -> str:
-    if isinstance(version, int) and version > FORMAT_VERSION:
-        return (
-            f"SQLite database {path} has format version {version}, newer than this eventlog "
-            f"reads (version {FORMAT_VERSION})"
-        )
-    return f"SQLite database {path} has unknown format version {version!r}"
-
-
-def _hint(found: list[tuple[object]]) -> str:
     version = found[0][0]
+    if version == FORMAT_VERSION:
+        return
     if isinstance(version, int) and version > FORMAT_VERSION:
-        return "upgrade eventlog to open it"
-    return "this file was not written by eventlog"
+        raise UnsupportedFormatError(
+            f"SQLite database {path} has format version {version}, newer than this eventlog "
+            f"reads (version {FORMAT_VERSION})",
+            hint="upgrade eventlog to open it",
+        )
+    raise UnsupportedFormatError(
+        f"SQLite database {path} has unknown format version {version!r}",
+        hint="this file was not written by eventlog",
+    )
 
 
 def rollback(connection: sqlite3.Connection) -> None:
