@@ -79,9 +79,7 @@ class Listener:
         conn.add_termination_listener(self._lost)
 
     def _notified(self, conn: Any, pid: int, channel: str, payload: str) -> None:
-        event = self._waiters.pop(payload, None)
-        if event is not None:
-            event.set()
+        self.wake((payload,))
 
     def _lost(self, conn: Any) -> None:
         # Notifications sent while nobody listened are gone: wake everyone to re-check.
