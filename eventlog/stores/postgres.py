@@ -265,11 +265,11 @@ class PostgresBackend:
             size = _CHUNK if remaining is None else min(_CHUNK, remaining)
             with self._translate("reading events", session_id, write=False):
                 records = await self._pool.fetch(self._sql.read_rows, session_id, seq, size)
-            if first and not records:
-                await self.get_session(session_id)  # an empty log, or no such session
-            first = False
             if not records:
+                if first:
+                    await self.get_session(session_id)  # an empty log, or no such session
                 return
+            first = False
             rows = [Row(r[0], r[1], r[2], r[3], r[4], r[5], r[6].encode(), r[7]) for r in records]
             yield rows
             if len(rows) < size:
