@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import anyio
@@ -142,12 +143,6 @@ def test_the_documented_example_runs() -> None:
     assert doc is not None
     code = doc.split("::\n", 1)[1]
     namespace: dict[str, Any] = {}
-    exec(compile(_dedent(code), "recovery.testing docstring", "exec"), namespace)
+    exec(compile(textwrap.dedent(code), "recovery.testing docstring", "exec"), namespace)
     test = namespace["test_recovers_from_a_crash_at_any_write"]
     settings(max_examples=10)(test)()
-
-
-def _dedent(code: str) -> str:
-    import textwrap
-
-    return textwrap.dedent(code)
