@@ -49,7 +49,7 @@ class HeaderTracker:
             system=system,
             tools=tools,
             model=model,
-            params=MappingProxyType(dict(params)),  # frozen: the caller may change its own
+            params=MappingProxyType(now[3]),  # a copy, frozen: the caller may change its own
         )
 
 
