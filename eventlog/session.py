@@ -18,6 +18,7 @@ from .codec import encode_payload
 from .errors import (
     ClosedError,
     ConflictError,
+    EventLogError,
     ReentrancyError,
     UnknownEventTypeError,
     ValidationError,
@@ -103,6 +104,9 @@ class Session:
         self.read_only = read_only or writer is None
         self.max_event_bytes = max_event_bytes
         self.projection_cache: dict[object, Any] = {}
+        #: Opened with ``salvage=True``: the error that stopped loading (naming its seq), or
+        #: ``None`` when the whole stored log loaded.
+        self.salvage_fault: EventLogError | None = None
         self._writer = writer
         self._events: list[Event] = events if events is not None else []
         #: Hash of the last event the writer turned into a row (the stored chain's head once

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from eventlog import CorruptLogError, EventLogError, Session, open_store
+from eventlog import EventLogError, Session, open_store
 from eventlog.ids import validate_session_id
-from eventlog.loader import LogLoader
 from eventlog.stores import LogStore, SessionRecord
 
 from .errors import CliError
@@ -21,7 +19,6 @@ __all__ = (
     "DEFAULT_URL",
     "Context",
     "Loaded",
-    "find_fault",
     "load_session",
     "open_cli_store",
     "resolve_url",
@@ -99,10 +96,7 @@ async def load_session(store: LogStore, session_id: str) -> Loaded:
     """
     record = await stored_record(store, session_id)
     session = await store.open(session_id, salvage=True)
-    fault = None
-    if session.head < record.head:
-        fault = await find_fault(store, session, record.head)
-    return Loaded(session, record, fault)
+    return Loaded(session, record, session.salvage_fault)
 
 
 async def stored_record(store: LogStore, session_id: str) -> SessionRecord:
@@ -112,30 +106,3 @@ async def stored_record(store: LogStore, session_id: str) -> SessionRecord:
     :raises SessionNotFoundError: no such session.
     """
     return await store.backend.get_session(validate_session_id(session_id))
-
-
-async def find_fault(store: LogStore, salvaged: Session, stored_head: int) -> EventLogError:
-    """Why loading stopped after ``salvaged.head``: ``open``'s own loader, resumed from the
-    salvaged prefix on the one event after it, so the error is the one ``open`` raises."""
-    sid, seq = salvaged.id, salvaged.head + 1
-    rows = [row async for chunk in store.backend.read_rows(sid, seq, 1) for row in chunk]
-    if not rows:
-        return CorruptLogError(
-            f"session {sid!r}, seq {seq}: the stored head is {stored_head} but the events "
-            f"from seq {seq} are missing",
-            session_id=sid,
-            seq=seq,
-        )
-    loader = LogLoader(store.types, sid)
-    loader.events = list(salvaged.events())
-    loader.surface = copy.deepcopy(salvaged.surface_index)  # the session's own stays as loaded
-    loader.last_hash = salvaged.last_hash
-    try:
-        loader.feed(rows)
-    except EventLogError as exc:
-        return exc
-    return CorruptLogError(
-        f"session {sid!r}, seq {seq}: the stored event could not be loaded",
-        session_id=sid,
-        seq=seq,
-    )

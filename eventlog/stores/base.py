@@ -71,7 +71,8 @@ class Store(Protocol):
         surface index, and take the session's writer lease.
 
         With ``salvage=True`` the session is opened read-only, without a lease, holding the
-        events before the first one that fails verification.
+        events before the first one that fails verification; ``session.salvage_fault`` is the
+        error that stopped loading (``None`` when the whole log loaded).
 
         :raises SessionNotFoundError: no such session.
         :raises SessionBusyError: another live writer holds the lease.

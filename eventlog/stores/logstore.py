@@ -171,8 +171,20 @@ class LogStore:
         sid = validate_session_id(session_id)
         record = await self.backend.get_session(sid)
         if salvage:
-            events, last_hash, surface = await self._load(sid, salvage=True)
-            return self._wrap(sid, events, last_hash, surface, record, read_only=True)
+            loader, fault = await self._load(sid, salvage=True)
+            head = len(loader.events) - 1
+            if fault is None and head < record.head:
+                fault = CorruptLogError(
+                    f"session {sid!r}, seq {head + 1}: the stored head is {record.head} but "
+                    f"the events from seq {head + 1} are missing",
+                    session_id=sid,
+                    seq=head + 1,
+                )
+            session = self._wrap(
+                sid, loader.events, loader.last_hash, loader.surface, record, read_only=True
+            )
+            session.salvage_fault = fault
+            return session
         if sid in self._open:
             raise SessionBusyError(
                 f"session {sid!r} is already open for writing in this store",
@@ -181,12 +193,14 @@ class LogStore:
             )
         await self.backend.acquire_lease(sid, self._owner)
         try:
-            events, last_hash, surface = await self._load(sid, salvage=False)
+            loader, _ = await self._load(sid, salvage=False)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
             raise
-        return self._wrap(sid, events, last_hash, surface, record, read_only=False)
+        return self._wrap(
+            sid, loader.events, loader.last_hash, loader.surface, record, read_only=False
+        )
 
     def _wrap(
         self,
@@ -221,19 +235,24 @@ class LogStore:
         if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
 
-    async def _load(self, sid: str, *, salvage: bool) -> tuple[list[Event], bytes, SurfaceIndex]:
-        """Decode, verify and fold a stored log (see :meth:`Store.open`)."""
+    async def _load(self, sid: str, *, salvage: bool) -> tuple[LogLoader, EventLogError | None]:
+        """Decode, verify and fold a stored log (see :meth:`Store.open`).
+
+        With ``salvage`` the error that stopped loading is returned instead of raised.
+        """
         loader = LogLoader(self.types, sid)
         try:
             async for chunk in self.backend.read_rows(sid, 0, None):
                 loader.feed(chunk)
-        except CorruptLogError:
+        except CorruptLogError as exc:
             if not salvage:
                 raise
+            return loader, exc
         except EventLogError as exc:
             if not salvage or exc.seq is None:
                 raise
-        return loader.events, loader.last_hash, loader.surface
+            return loader, exc
+        return loader, None
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()

@@ -295,6 +295,7 @@ class StoreConformance:
             session = await store.create(session_id="s")
             for i in range(6):
                 _user(session, f"message {i}")
+            _user(await store.create(session_id="other-untouched"), "fine")
         await self.tamper_event("s", 3)
         async with self.make_store() as store:
             with pytest.raises(CorruptLogError, match=r"session 's', seq 3") as caught:
@@ -303,6 +304,10 @@ class StoreConformance:
             # Salvage opens read-only up to the last good event.
             salvaged = await store.open("s", salvage=True)
             assert salvaged.head == 2
+            # It says why it stopped, in the words open used.
+            assert salvaged.salvage_fault is not None
+            assert str(salvaged.salvage_fault) == str(caught.value)
+            assert (await store.open("other-untouched", salvage=True)).salvage_fault is None
             with pytest.raises(ClosedError, match="read-only"):
                 _user(salvaged, "no")
 
