@@ -64,10 +64,13 @@ def _backend(store: LogStore) -> PostgresBackend:
 
 
 async def _wait_until(check: Any, what: str, timeout: float = 20) -> None:
-    """Poll an async condition (another connection's state) until it holds."""
-    with anyio.fail_after(timeout):
+    """Poll an async condition (another connection's state) until it holds; fail saying
+    ``what`` was awaited when it does not within ``timeout`` seconds."""
+    with anyio.move_on_after(timeout):
         while not await check():
             await anyio.sleep(0.02)
+        return
+    pytest.fail(f"timed out after {timeout} s waiting until {what}")
 
 
 # -- options and schema --------------------------------------------------------------------------
