@@ -470,19 +470,20 @@ async def test_a_follower_learns_that_its_session_was_deleted(schema: str) -> No
         seen: list[int] = []
         errors: list[SessionNotFoundError] = []
 
+        saw_one = anyio.Event()
+
         async def follow() -> None:
             try:
-                await _follow(reader, "s", 99, seen)
+                async for event in reader.follow("s"):
+                    seen.append(event.seq)
+                    saw_one.set()
             except SessionNotFoundError as exc:
                 errors.append(exc)
-
-        async def followed() -> bool:
-            return seen == [0]
 
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(follow)
-                await _wait_until(followed, "the follower saw the event")
+                await saw_one.wait()  # the follower saw the event
                 await writer.delete("s")
         assert seen == [0]
         assert [str(e) for e in errors] == ["session 's' does not exist"]
