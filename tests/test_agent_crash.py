@@ -164,8 +164,9 @@ def test_sigkill_at_random_moments_always_resumes_to_a_valid_session(tmp_path: P
     finally:
         server.close()
     assert tally.kills >= 100
-    # The kills landed where it matters, not only before the agent started.
-    assert tally.repaired >= KILLS // 2, tally
+    # The kills landed where it matters, not only before the agent started. (About two in
+    # three do on a quiet machine; 41 of 100 were seen under heavy load, hence a quarter.)
+    assert tally.repaired >= KILLS // 4, tally
     assert tally.outcome_unknown >= 1, tally
 
 
