@@ -16,7 +16,7 @@ from hypothesis import settings
 from eventlog import open_store
 from eventlog.testing.stateful import Storage, store_machine
 from tests.conftest import SOAK
-from tests.pg_children.server import URL, raw_connection, require_server, store_url
+from tests.pg_children.server import raw_connection, require_server, store_url
 
 pytestmark = pytest.mark.postgres
 
@@ -55,7 +55,6 @@ def postgres_storage() -> Storage:
     )
 
 
-assert URL  # the machine runs against the test database of tests.pg_children.server
 TestPostgresAgainstModel = store_machine(postgres_storage).TestCase
 # Every example starts and stops stores on a server (~0.1 s each, plus a schema): fewer
 # examples than the SQLite machine in the default run, the profile's full count in a soak.
