@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 import anyio
 import pytest
 
-from eventlog import APPEND, Message, StoreWriteError, UserMessage
+from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage
 from eventlog.stores import LogStore, MemoryBackend, MemoryData
 from eventlog.writer import Batch
 
@@ -38,10 +38,8 @@ class FailingDisk(MemoryBackend):
         return await super().write(batches)
 
 
-def _say(session: object, text: str) -> None:
-    session.append(  # type: ignore[attr-defined]
-        "user/message", UserMessage(message=Message.user(text)), surface=APPEND
-    )
+def _say(session: Session, text: str) -> None:
+    session.append("user/message", UserMessage(message=Message.user(text)), surface=APPEND)
 
 
 async def test_one_round_writes_every_pending_session() -> None:
