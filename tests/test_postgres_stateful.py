@@ -16,7 +16,7 @@ from hypothesis import settings
 from eventlog import open_store
 from eventlog.testing.stateful import Storage, store_machine
 from tests.conftest import SOAK
-from tests.pg_children.server import raw_connection, require_server, store_url
+from tests.pg_children.server import drop_schema, raw_connection, require_server, store_url
 
 pytestmark = pytest.mark.postgres
 
@@ -46,7 +46,7 @@ def postgres_storage() -> Storage:
         )
 
     def cleanup() -> None:
-        asyncio.run(_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        asyncio.run(drop_schema(schema))
 
     return Storage(
         make_store=lambda **options: open_store(store_url(schema), **options),

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-__all__ = ("URL", "fresh_schema", "raw_connection", "require_server", "store_url")
+__all__ = ("URL", "drop_schema", "fresh_schema", "raw_connection", "require_server", "store_url")
 
 #: The test database (created on first use).
 URL = os.environ.get(
@@ -81,8 +81,9 @@ def store_url(schema: str) -> str:
     return f"{URL}?schema={schema}"
 
 
-async def _drop(schema: str) -> None:
-    conn = await asyncpg.connect(URL, timeout=10)
+async def drop_schema(schema: str) -> None:
+    """Drop ``schema`` and everything in it, if it exists."""
+    conn = await raw_connection()
     try:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
@@ -97,7 +98,7 @@ def fresh_schema() -> Iterator[str]:
     try:
         yield schema
     finally:
-        asyncio.run(_drop(schema))
+        asyncio.run(drop_schema(schema))
 
 
 async def raw_connection() -> Any:
