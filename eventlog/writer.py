@@ -159,9 +159,7 @@ class Writer:
                     f"session {session.id!r}: the store is closed", session_id=session.id
                 )
             # The next round starts after this call, so it covers everything committed before.
-            round_ = self._next_round
-            self._request_round()
-            await round_.done.wait()
+            round_ = await self._next_round_done()
             session.raise_if_fenced()
             if round_.error is not None and session.durable < target:
                 raise StoreWriteError(
@@ -192,14 +190,19 @@ class Writer:
             if delay > 0:
                 await anyio.sleep(delay)
             self._wake = anyio.Event()
-            round_ = self._next_round
-            self._request_round()
-            await round_.done.wait()
+            await self._next_round_done()
 
     async def start(self, task_group: TaskGroup) -> None:
         """Start the writer task inside the store's task group."""
         self._task_group = task_group
         await task_group.start(self.run)
+
+    async def _next_round_done(self) -> _Round:
+        """Ask for the next round and return it once it finished."""
+        round_ = self._next_round
+        self._request_round()
+        await round_.done.wait()
+        return round_
 
     def _request_round(self) -> None:
         """Start the next round now, or as soon as the one in flight ends."""
@@ -315,8 +318,6 @@ class Writer:
         with anyio.CancelScope(shield=True):
             busy = self._pending or self._built or self._in_flight is not None
             if busy and self._task_group is not None:
-                round_ = self._next_round
-                self._request_round()
-                await round_.done.wait()
+                await self._next_round_done()
         self._closed = True
         self._task_group = None
