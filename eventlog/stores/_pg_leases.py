@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import SessionBusyError, SessionNotFoundError
+from ..errors import SessionBusyError
 from ._pg_sql import Statements
+from .base import session_not_found
 
-__all__ = ("Leases", "not_found")
+__all__ = ("Leases",)
 
 
 class Leases:
@@ -50,7 +51,7 @@ class Leases:
                 return
             holder = await pool.fetchrow(sql.lease_holder, session_id)
             if holder is None:
-                raise not_found(session_id)
+                raise session_not_found(session_id)
             writer, remaining = holder
             if writer is not None and remaining is not None and remaining > 0:
                 raise _busy(session_id, writer, remaining)
@@ -74,11 +75,6 @@ class Leases:
         # A lease released while the renewal ran was not taken: only those still held count.
         missing = set(held).difference(r[0] for r in renewed)
         return {sid for sid in missing if self.held.get(sid) == held[sid]}
-
-
-def not_found(session_id: str) -> SessionNotFoundError:
-    """The error for a session that does not exist."""
-    return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
 
 
 def _busy(session_id: str, writer: str, remaining: float) -> SessionBusyError:

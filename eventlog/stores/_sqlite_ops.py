@@ -17,10 +17,10 @@ from typing import Any
 import msgspec
 
 from ..codec import Row
-from ..errors import CorruptLogError, SessionBusyError, SessionExistsError, SessionNotFoundError
+from ..errors import CorruptLogError, SessionBusyError, SessionExistsError
 from ..writer import Batch
 from ._sqlite_schema import rollback
-from .base import SessionInfo, SessionRecord
+from .base import SessionInfo, SessionRecord, session_not_found
 
 __all__ = (
     "acquire_lease",
@@ -70,10 +70,6 @@ def _packed(session_id: str, rows: Sequence[Row]) -> tuple[str, str, bytes, byte
     data = b"".join([r.data for r in rows])
     envelopes_json = _encoder.encode(envelopes).decode()
     return session_id, envelopes_json, data, b"".join([r.hash for r in rows])
-
-
-def _not_found(session_id: str) -> SessionNotFoundError:
-    return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
 
 
 def write_batches(connection: sqlite3.Connection, batches: Sequence[Batch]) -> list[str]:
@@ -136,7 +132,7 @@ def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRe
         (session_id,),
     ).fetchone()
     if found is None:
-        raise _not_found(session_id)
+        raise session_not_found(session_id)
     created_at, parent_id, fork_seq, metadata, head = found
     try:
         return msgspec.convert(
@@ -166,7 +162,7 @@ def select_rows(
     if not found:
         exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
         if exists.fetchone() is None:
-            raise _not_found(session_id)
+            raise session_not_found(session_id)
     return [Row(s, t, tm, sf, src, ig == 1, d, h) for s, t, tm, sf, src, ig, d, h in found]
 
 
@@ -222,7 +218,7 @@ def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -
             "SELECT writer FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
         if found is None:
-            raise _not_found(session_id)
+            raise session_not_found(session_id)
         holder = found[0]
         if holder is not None and holder != owner and owner_alive(holder):
             raise SessionBusyError(
@@ -248,7 +244,7 @@ def delete_session(connection: sqlite3.Connection, session_id: str) -> None:
     try:
         gone = connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         if gone.rowcount == 0:
-            raise _not_found(session_id)
+            raise session_not_found(session_id)
         connection.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
         connection.execute("COMMIT")
     except BaseException:

@@ -15,11 +15,17 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from ..codec import Row
+from ..errors import SessionNotFoundError
 from ..event import Event
 from ..session import Session
 from ..writer import Batch
 
-__all__ = ("Backend", "SessionInfo", "SessionRecord", "Store")
+__all__ = ("Backend", "SessionInfo", "SessionRecord", "Store", "session_not_found")
+
+
+def session_not_found(session_id: str) -> SessionNotFoundError:
+    """The one error every backend raises for a missing session (its text is asserted)."""
+    return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
 
 
 class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):

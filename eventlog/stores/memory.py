@@ -13,9 +13,9 @@ import anyio
 import msgspec
 
 from ..codec import Row
-from ..errors import SessionBusyError, SessionExistsError, SessionNotFoundError
+from ..errors import SessionBusyError, SessionExistsError
 from ..writer import Batch
-from .base import SessionInfo, SessionRecord
+from .base import SessionInfo, SessionRecord, session_not_found
 
 __all__ = ("MemoryBackend", "MemoryData")
 
@@ -63,9 +63,7 @@ class MemoryBackend:
     async def get_session(self, session_id: str) -> SessionRecord:
         record = self.data.records.get(session_id)
         if record is None:
-            raise SessionNotFoundError(
-                f"session {session_id!r} does not exist", session_id=session_id
-            )
+            raise session_not_found(session_id)
         return record
 
     async def read_rows(

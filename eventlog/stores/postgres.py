@@ -40,10 +40,10 @@ from ..codec import Row
 from ..errors import ClosedError, CorruptLogError, SessionExistsError, ValidationError
 from ..writer import Batch
 from ._pg_errors import DRIVER_ERRORS, translate
-from ._pg_leases import Leases, not_found
+from ._pg_leases import Leases
 from ._pg_listen import Listener, Notifier
 from ._pg_sql import Statements, setup_schema
-from .base import SessionInfo, SessionRecord
+from .base import SessionInfo, SessionRecord, session_not_found
 
 __all__ = ("PostgresBackend",)
 
@@ -235,7 +235,7 @@ class PostgresBackend:
         with self._translate("reading the session", session_id, write=False):
             found = await self._pool.fetchrow(self._sql.get_session, session_id)
         if found is None:
-            raise not_found(session_id)
+            raise session_not_found(session_id)
         try:
             metadata = _metadata_decoder.decode(found[4])
         except msgspec.DecodeError as exc:
@@ -294,7 +294,7 @@ class PostgresBackend:
                     self._sql.delete_session, session_id, self._sql.channel
                 )
                 if deleted is None:
-                    raise not_found(session_id)
+                    raise session_not_found(session_id)
                 await conn.execute(self._sql.delete_events, session_id)
         self._leases.held.pop(session_id, None)
 
