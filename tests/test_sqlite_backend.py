@@ -80,6 +80,9 @@ def test_options_are_checked(tmp_path: Path) -> None:
         open_store(url, durability="fast")
     with pytest.raises(ValidationError, match="busy_timeout must be a positive number"):
         open_store(url, busy_timeout=0)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValidationError, match="inline_write_bytes must be a whole number"):
+            open_store(url, inline_write_bytes=bad)
 
 
 @pytest.mark.parametrize(("durability", "level"), [("power-loss", 2), ("process-crash", 1)])
@@ -182,6 +185,80 @@ async def test_list_reports_a_damaged_session_and_lists_the_rest(tmp_path: Path)
         assert infos[1].error.startswith("the session's record is damaged: JSON is malformed")
         with pytest.raises(CorruptLogError, match="session 'b': its record in the sessions table"):
             await store.open("b")
+
+
+# -- where a write round runs ----------------------------------------------------------------------
+
+
+async def note_inserting_threads(backend: SQLiteBackend) -> list[str]:
+    """Record the name of the thread that inserts each event row, from inside SQLite: a
+    function on the writer connection called by a temporary trigger of that connection."""
+    names: list[str] = []
+
+    def install(connection: sqlite3.Connection) -> None:
+        connection.create_function(
+            "note_thread", 0, lambda: names.append(threading.current_thread().name)
+        )
+        connection.execute(
+            "CREATE TEMP TRIGGER note AFTER INSERT ON events BEGIN SELECT note_thread(); END"
+        )
+
+    await backend._writer.call(install)
+    return names
+
+
+async def test_a_small_round_is_written_on_the_loop_and_a_large_one_on_the_writer_thread(
+    tmp_path: Path,
+) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}", inline_write_bytes=4096) as store:
+        backend = store.backend
+        assert isinstance(backend, SQLiteBackend)
+        session = await store.create(session_id="s")
+        names = await note_inserting_threads(backend)
+        say(session, "small")
+        await session.flush()
+        assert names == [threading.current_thread().name]
+        names.clear()
+        say(session, "x" * 5000)  # past inline_write_bytes
+        await session.flush()
+        assert names == ["eventlog-sqlite-writer"]
+    assert side_door(tmp_path / "s.db", "SELECT seq FROM events") == [(0,), (1,)]
+
+
+async def test_a_round_that_would_wait_for_another_writer_waits_on_the_thread(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    async with open_store(f"sqlite:///{path}") as store:
+        backend = store.backend
+        assert isinstance(backend, SQLiteBackend)
+        session = await store.create(session_id="s")
+        names = await note_inserting_threads(backend)
+        # Another connection (as another process would) holds the write lock.
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        flushed = anyio.Event()
+
+        async def flush() -> None:
+            say(session, "waits for the lock")
+            await session.flush()
+            flushed.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(flush)
+            # The event loop is not blocked while the round waits: this task keeps running.
+            ticks = 0
+            for _ in range(20):
+                await anyio.sleep(0.01)
+                ticks += 1
+            assert ticks == 20 and not flushed.is_set()
+            other.execute("COMMIT")
+            other.close()
+            with anyio.fail_after(30):
+                await flushed.wait()
+        assert names == ["eventlog-sqlite-writer"]
+        assert session.durable == 0
+    assert side_door(path, "SELECT seq FROM events") == [(0,)]
 
 
 # -- leases ----------------------------------------------------------------------------------------

@@ -44,3 +44,11 @@ class TestSQLiteConformance(StoreConformance):
 
     async def tamper_event(self, session_id: str, seq: int) -> None:
         flip_byte(self.path, session_id, seq)
+
+
+class TestSQLiteConformanceWritingOnTheThread(TestSQLiteConformance):
+    """The same suite with every write round on the store's writer thread: by default the small
+    rounds of these tests are written on the event loop's thread instead."""
+
+    def make_store(self, **options: Any) -> LogStore:
+        return open_store(f"sqlite:///{self.path}", inline_write_bytes=0, **options)

@@ -150,8 +150,11 @@ async def test_follow_sees_another_process_write_without_gap_or_duplicate(
         assert seen == list(range(41))
 
 
-def test_a_failing_disk_keeps_every_commit_and_writes_it_once_after(tmp_path: Path) -> None:
-    child = spawn("disk_full.py", tmp_path / "s.db")
+@pytest.mark.parametrize("inline_write_bytes", [65536, 0], ids=["on-loop", "thread"])
+def test_a_failing_disk_keeps_every_commit_and_writes_it_once_after(
+    tmp_path: Path, inline_write_bytes: int
+) -> None:
+    child = spawn("disk_full.py", tmp_path / "s.db", inline_write_bytes)
     out, err = child.communicate()
     assert child.returncode == 0, err
     report = json.loads(out)

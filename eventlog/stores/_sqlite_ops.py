@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -32,7 +32,10 @@ __all__ = (
     "select_infos",
     "select_rows",
     "select_session",
+    "WriteLockBusy",
     "write_batches",
+    "waiting_for_lock",
+    "write_batches_now",
 )
 
 # A batch is one statement: the envelope columns travel as one JSON array, payloads and hashes
@@ -48,10 +51,15 @@ _INSERT = (
     "substr(?4, json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]')) "
     "FROM json_each(?2) AS j"
 )
+_INSERT_ROW = (
+    "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
+)
 _SELECT_ROWS = (
     "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
 )
+T = TypeVar("T")
 _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
 _encoder = msgspec.json.Encoder()
 
@@ -72,10 +80,74 @@ def _packed(session_id: str, rows: Sequence[Row]) -> tuple[str, str, bytes, byte
     return session_id, envelopes_json, data, b"".join([r.hash for r in rows])
 
 
+class WriteLockBusy(Exception):
+    """Another connection holds the database's write lock; :func:`write_batches_now` does not
+    wait for it (the caller hands the round to the writer thread, which does)."""
+
+
 def write_batches(connection: sqlite3.Connection, batches: Sequence[Batch]) -> list[str]:
-    """Write every batch whose expected head matches the stored one, in one transaction."""
-    conflicts = []
+    """Write every batch whose expected head matches the stored one, in one transaction.
+
+    For the writer thread: the write lock is waited for (``busy_timeout``), and each batch is
+    one statement, so the thread takes the GIL back once per batch, not once per row.
+    """
     connection.execute("BEGIN IMMEDIATE")
+    return _write_locked(connection, batches, _insert_packed)
+
+
+def write_batches_now(connection: sqlite3.Connection, batches: Sequence[Batch]) -> list[str]:
+    """:func:`write_batches` for the event loop's thread: never waits for the write lock (the
+    writer connection's own busy timeout is zero; see :func:`waiting_for_lock`).
+
+    :raises WriteLockBusy: another connection holds the write lock (nothing was written).
+    """
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            raise WriteLockBusy(str(exc)) from exc
+        raise
+    # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
+    # row) is the cheapest insert; the packed statement's JSON costs more for small batches.
+    return _write_locked(connection, batches, _insert_each)
+
+
+def waiting_for_lock(
+    connection: sqlite3.Connection, busy_timeout_ms: int, fn: Callable[..., T], *args: Any
+) -> T:
+    """Run ``fn(connection, *args)`` allowing waits of up to ``busy_timeout_ms`` for another
+    process's lock (the writer thread's calls). The writer connection otherwise waits for
+    nothing, so a write on the event loop's thread can never block it for ``busy_timeout``;
+    setting it per call here costs the thread, not the loop."""
+    connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    try:
+        return fn(connection, *args)
+    finally:
+        connection.execute("PRAGMA busy_timeout = 0")
+
+
+def _insert_packed(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
+    connection.execute(_INSERT, _packed(session_id, rows))
+
+
+def _insert_each(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
+    connection.executemany(
+        _INSERT_ROW,
+        [
+            (session_id, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, r.hash)
+            for r in rows
+        ],
+    )
+
+
+def _write_locked(
+    connection: sqlite3.Connection,
+    batches: Sequence[Batch],
+    insert: Callable[[sqlite3.Connection, str, Sequence[Row]], None],
+) -> list[str]:
+    """The body of a write round, inside the ``BEGIN IMMEDIATE`` the caller issued: commits, or
+    rolls back and raises."""
+    conflicts = []
     try:
         for session_id, expected_head, rows in batches:
             # The tail check and the head move are one statement: it matches no row when
@@ -87,7 +159,7 @@ def write_batches(connection: sqlite3.Connection, batches: Sequence[Batch]) -> l
             if moved.rowcount != 1:
                 conflicts.append(session_id)
                 continue
-            connection.execute(_INSERT, _packed(session_id, rows))
+            insert(connection, session_id, rows)
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)

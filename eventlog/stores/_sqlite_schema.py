@@ -52,7 +52,9 @@ _TABLES = (
 
 
 def connect_writer(path: str, *, synchronous: str, busy_timeout: float) -> sqlite3.Connection:
-    """The writer connection: autocommit (the code issues ``BEGIN IMMEDIATE``), WAL."""
+    """The writer connection: autocommit (the code issues ``BEGIN IMMEDIATE``), WAL. Opening
+    it waits up to ``busy_timeout`` for other processes' locks; afterwards its busy timeout is
+    zero (each call that may wait sets its own: ``_sqlite_ops.waiting_for_lock``)."""
     connection = sqlite3.connect(
         path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
@@ -62,6 +64,7 @@ def connect_writer(path: str, *, synchronous: str, busy_timeout: float) -> sqlit
         if str(mode).lower() != "wal":
             raise sqlite3.OperationalError(f"cannot switch {path} to WAL (journal mode {mode})")
         connection.execute(f"PRAGMA synchronous = {synchronous}")
+        connection.execute("PRAGMA busy_timeout = 0")
     except BaseException:
         connection.close()
         raise

@@ -6,6 +6,10 @@ thread hop shows. A dedicated thread fed by a :class:`queue.SimpleQueue` and ans
 pool and limiter (see ``notes/sqlite-write-path.md``). A whole batch runs as one call, so a write
 round is one hop. Calls run strictly one after another, so the connection is never shared.
 
+A call may also run on the event loop's own thread (:meth:`SQLiteWorker.run_here`) when the
+worker has nothing queued or running: that costs no hop at all, and the connection is still
+used by one thread at a time.
+
 The thread is a daemon: a store that was never closed must not keep the interpreter alive
 (``LogStore`` warns about it instead).
 """
@@ -56,6 +60,10 @@ class SQLiteWorker:
         self._thread: threading.Thread | None = None
         self._connection: sqlite3.Connection | None = None
         self._closed = False
+        # Calls queued or running on the thread. Counted up when queued and down when their
+        # answer is delivered on the event loop's thread, so both sides of the count live on
+        # that thread: zero means the worker will not touch the connection until the next call.
+        self._outstanding = 0
 
     async def start(self) -> None:
         """Start the thread and open the connection on it.
@@ -85,6 +93,26 @@ class SQLiteWorker:
             raise ClosedError(f"SQLite connection {self._name!r} is closed")
         return await self._submit(fn, *args)
 
+    @property
+    def idle(self) -> bool:
+        """Whether no call is queued or running on the thread (see :meth:`run_here`)."""
+        return self._outstanding == 0 and self._connection is not None
+
+    def run_here(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` now, on the calling (event loop's) thread.
+
+        Only while :attr:`idle`: the worker thread is then waiting for its next call and does
+        not use the connection. The call blocks the event loop for as long as it runs.
+
+        :raises ClosedError: the worker was closed.
+        :raises RuntimeError: the worker is not idle (a caller's bug).
+        """
+        if self._closed:
+            raise ClosedError(f"SQLite connection {self._name!r} is closed")
+        if not self.idle:
+            raise RuntimeError(f"SQLite connection {self._name!r} is in use by its thread")
+        return fn(self._connection, *args)
+
     def submit(self, on_done: Done, fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(connection, *args)`` without waiting; ``on_done(result, error)`` is called
         on the calling event loop's thread when it ended (no task needs to wait for it).
@@ -93,12 +121,26 @@ class SQLiteWorker:
         """
         if self._closed:
             raise ClosedError(f"SQLite connection {self._name!r} is closed")
-        self._queue.put((fn, args, asyncio.get_running_loop(), on_done))
+        self._put(fn, args, asyncio.get_running_loop(), on_done)
+
+    def _put(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        loop: asyncio.AbstractEventLoop,
+        on_done: Done,
+    ) -> None:
+        self._outstanding += 1
+        self._queue.put((fn, args, loop, partial(self._answered, on_done)))
+
+    def _answered(self, on_done: Done, result: Any, error: BaseException | None) -> None:
+        self._outstanding -= 1
+        on_done(result, error)
 
     async def _submit(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put((fn, args, loop, partial(_settle, future)))
+        self._put(fn, args, loop, partial(_settle, future))
         with anyio.CancelScope(shield=True):
             result = await future
         return result

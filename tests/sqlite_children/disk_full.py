@@ -1,9 +1,10 @@
 """A child process whose disk fails under its SQLite store, then recovers.
 
-``python disk_full.py PATH`` prints one JSON report. The fault is real: ``RLIMIT_FSIZE`` makes
-every ``write(2)`` past byte 64 of any file fail with ``EFBIG`` (``SIGXFSZ`` is ignored), as a
-full disk would; raising the limit again clears it. It runs in a child because the limit holds
-for the whole process.
+``python disk_full.py PATH INLINE_WRITE_BYTES`` prints one JSON report (``0`` writes every round
+on the store's writer thread; the default writes these small rounds on the event loop's). The
+fault is real: ``RLIMIT_FSIZE`` makes every ``write(2)`` past byte 64 of any file fail with
+``EFBIG`` (``SIGXFSZ`` is ignored), as a full disk would; raising the limit again clears it. It
+runs in a child because the limit holds for the whole process.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import anyio
 from eventlog import APPEND, Message, StoreWriteError, UserMessage, open_store
 
 
-async def main(path: str) -> None:
+async def main(path: str, inline_write_bytes: int) -> None:
     report: dict[str, Any] = {}
     url = f"sqlite:///{path}"
-    async with open_store(url) as store:
+    async with open_store(url, inline_write_bytes=inline_write_bytes) as store:
         session = await store.create(session_id="s")
 
         def commit(count: int) -> None:
@@ -71,4 +72,4 @@ async def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1])
+    anyio.run(main, sys.argv[1], int(sys.argv[2]))
