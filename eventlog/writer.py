@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup, TaskStatus
 
 from .codec import Row, make_row
@@ -201,7 +202,12 @@ class Writer:
         """Ask for the next round and return it once it finished."""
         round_ = self._next_round
         self._request_round()
-        await round_.done.wait()
+        if round_.done.is_set():
+            # Written already, on this thread (a backend may write a small round in place):
+            # going once round the event loop would only add latency to the flush.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        else:
+            await round_.done.wait()
         return round_
 
     def _request_round(self) -> None:

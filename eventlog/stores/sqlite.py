@@ -5,16 +5,23 @@ writes each group-commit round as one ``BEGIN IMMEDIATE`` transaction in one thr
 reader connection on a second thread serves ``read``, ``follow``, ``list`` and loads, so
 readers never wait behind an fsync. Driver errors are translated in :func:`_translated`.
 
-A small round (at most ``inline_write_bytes`` of payload, the common case of a flush after a
-turn) is written on the event loop's own thread instead, when the writer thread is idle and no
-other process holds the write lock. Why: the two thread switches of a hand-off cost about
-75 µs on this project's machine, a quarter of a whole durable commit (a one-row commit is
-about 150 µs, a turn's 18 rows about 250 µs), and a commit that waits for them is what a flush
-caller waits for. The price: the event loop is blocked for that one commit, fsync included
-(``benchmarks/sqlite_bench.py`` prints both paths). A large round, a round while the thread is
-busy, and a round that would have to wait for another process's write lock go to the thread,
-so the loop never waits for ``busy_timeout``. ``inline_write_bytes=0`` sends every round to
-the thread.
+A small round (at most ``inline_write_bytes`` of payload, 256 KiB by default: a flush after a
+turn, or the background writer's round of a busy server) is written on the event loop's own
+thread instead, when the writer thread is idle and no other process holds the write lock. Why,
+measured on this project's machine (``benchmarks/sqlite_bench.py`` prints both paths):
+
+- the two thread switches of a hand-off cost 35–90 µs, against a whole durable commit of about
+  150 µs for one row and 250 µs for a turn's 18 rows, and a flush caller waits for all of it;
+- the writer thread needs the GIL to start a round and between statements, and while the event
+  loop is busy with Python work it rarely gets it: the loop releases the GIL at every poll and
+  takes it straight back, so the waiting thread never asks for a forced switch. A round of
+  4,000 rows waited 41 ms to start while the app kept committing.
+
+The price: the event loop is blocked for that commit, fsync included (0.15–0.4 ms typically;
+a slow disk's hiccup shows there too). A larger round, a round while the thread is busy (a
+lease, say), and a round that would wait for another process's write lock go to the thread, so
+the loop never waits for ``busy_timeout``. ``inline_write_bytes=0`` sends every round to the
+thread.
 """
 
 from __future__ import annotations
@@ -117,7 +124,7 @@ class SQLiteBackend:
         durability: str = "power-loss",
         busy_timeout: float = 30.0,
         poll_interval: float = 0.05,
-        inline_write_bytes: int = 64 * 1024,
+        inline_write_bytes: int = 256 * 1024,
     ) -> None:
         if durability not in SYNCHRONOUS:
             raise ValidationError(
