@@ -72,10 +72,9 @@ def connect_writer(path: str, *, synchronous: str, busy_timeout: float) -> sqlit
 
 
 def connect_reader(path: str, *, busy_timeout: float) -> sqlite3.Connection:
-    """A reader connection: autocommit, so each statement sees the latest commit; read-only."""
-    connection = sqlite3.connect(
-        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-    )
+    """A reader connection: autocommit, so each statement sees the latest commit; read-only.
+    Used on the thread that opened it only (the event loop's), which sqlite3 checks."""
+    connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
     try:
         connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         connection.execute("PRAGMA query_only = 1")
