@@ -70,7 +70,8 @@ class Writer:
     """The queue and the write rounds of one store.
 
     A round takes everything pending and starts its write at once, from whichever task asks
-    (a flush, or the background writer after ``write_delay``); rounds never overlap, and a round
+    (a flush, or the background writer after ``write_delay``, or sooner once ``round_bytes``
+    are waiting, so a busy app gets rounds of a bounded size); rounds never overlap, and a round
     asked for while one is in flight starts the moment that one ends. The round finishes in a
     callback, not in the asking task, so a cancelled flush caller never cancels or waits for a
     write. When the store's backend offers ``start_write`` (:data:`StartWrite`; the SQLite
@@ -82,6 +83,7 @@ class Writer:
     :param start_write: the same write started without awaiting it (:data:`StartWrite`), when
         the backend offers one; used instead of ``write``.
     :param write_delay: seconds the background writer waits for more events before a round.
+    :param round_bytes: bytes committed since the last round that end that wait early.
     :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
     """
 
@@ -91,11 +93,18 @@ class Writer:
         *,
         start_write: StartWrite | None = None,
         write_delay: float = 0.010,
+        round_bytes: int = 128 * 1024,
         max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._write = write
         self._start_write = start_write
         self._write_delay = write_delay
+        self._round_bytes = round_bytes
+        # Bytes committed since the last round took the queue, and the signal that they reached
+        # ``round_bytes`` (the background writer then starts a round without waiting out
+        # ``write_delay``).
+        self._taken_since = 0
+        self._full = anyio.Event()
         self.max_pending_bytes = max_pending_bytes
         self.pending_bytes = 0
         # Committed events not yet turned into rows, and rows built by a round that failed
@@ -140,6 +149,9 @@ class Writer:
         else:
             items.append((event, data))
         self.pending_bytes += len(data)
+        self._taken_since += len(data)
+        if self._taken_since >= self._round_bytes and not self._full.is_set():
+            self._full.set()
         if not self._wake.is_set():
             self._since = time.monotonic()
             self._wake.set()
@@ -188,9 +200,13 @@ class Writer:
             # The delay counts from the oldest waiting event: events queued while the previous
             # round was writing have waited already.
             delay = max(self._write_delay - (time.monotonic() - self._since), self._backoff)
-            if delay > 0:
-                await anyio.sleep(delay)
+            if delay > 0 and self._backoff:
+                await anyio.sleep(delay)  # a failing store is not retried early
+            elif delay > 0:
+                with anyio.move_on_after(delay):
+                    await self._full.wait()
             self._wake = anyio.Event()
+            self._full = anyio.Event()
             await self._next_round_done()
 
     async def start(self, task_group: TaskGroup) -> None:
@@ -279,6 +295,7 @@ class Writer:
         """Everything waiting, as rows: rows of a failed round first, then new events."""
         taken, self._built = self._built, {}
         pending, self._pending = self._pending, {}
+        self._taken_since = 0
         for session, items in pending.items():
             prev = session.chain_hash
             rows = taken.setdefault(session, [])

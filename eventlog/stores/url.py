@@ -12,7 +12,7 @@ from .memory import MemoryBackend, MemoryData
 
 __all__ = ("open_store",)
 
-_STORE_OPTIONS = ("types", "write_delay", "max_pending_bytes", "max_event_bytes")
+_STORE_OPTIONS = ("types", "write_delay", "round_bytes", "max_pending_bytes", "max_event_bytes")
 
 
 def open_store(url: str, **options: Any) -> LogStore:
@@ -22,12 +22,15 @@ def open_store(url: str, **options: Any) -> LogStore:
     ``postgresql://user@host:port/database``.
 
     Store options: ``types`` (an :class:`EventTypes`), ``write_delay`` (seconds, default 0.01),
-    ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB). Backend
-    options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for SQLite and
-    PostgreSQL; ``data`` (a :class:`MemoryData`) for ``memory:``; for PostgreSQL also
-    ``lease_ttl`` (seconds a writer lease outlives its host, default 10), ``schema`` (default
-    ``public``, or ``?schema=`` in the URL), ``pool_size``, ``connect_timeout`` and
-    ``command_timeout``.
+    ``round_bytes`` (waiting bytes that start a round before ``write_delay``, default 128 KiB),
+    ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB).
+
+    Backend options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for
+    SQLite and PostgreSQL; for SQLite also ``busy_timeout`` (seconds, default 30),
+    ``poll_interval`` (seconds, default 0.05) and ``inline_write_bytes`` (default 256 KiB);
+    ``data`` (a :class:`MemoryData`) for ``memory:``; for PostgreSQL also ``lease_ttl``
+    (seconds a writer lease outlives its host, default 10), ``schema`` (default ``public``, or
+    ``?schema=`` in the URL), ``pool_size``, ``connect_timeout`` and ``command_timeout``.
 
     :raises ValidationError: the URL's scheme is not supported or an option is unknown.
     """
