@@ -19,7 +19,6 @@ from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
-import anyio.lowlevel
 from anyio.abc import TaskGroup, TaskStatus
 
 from .codec import Row, make_row
@@ -51,27 +50,33 @@ class Batch(NamedTuple):
 WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
 #: ``on_done(conflicts, error)``: how a started write reports back, on the event loop's thread.
 WriteDone = Callable[[Collection[str], BaseException | None], None]
-#: ``start_write(batches, on_done)`` queues the same write without awaiting it; ``on_done`` is
-#: called once it ended (see :class:`Writer`).
-StartWrite = Callable[[Sequence[Batch], WriteDone], None]
+#: ``start_write(batches, on_done, lone_flush)`` queues the same write without awaiting it;
+#: ``on_done`` is called once it ended (see :class:`Writer`). ``lone_flush`` says a flush waits
+#: for this round and no other session committed lately: writing it at once, even blocking the
+#: event loop, then delays no one else's commit and takes nothing from group commit.
+StartWrite = Callable[[Sequence[Batch], WriteDone, bool], None]
+
+#: Seconds since its last commit during which another session counts as active (its commits
+#: would join the next round, so a round is not written in place then).
+_ACTIVE_WINDOW = 0.05
 
 
 class _Round:
     """One write round; flush callers wait for it to finish."""
 
-    __slots__ = ("done", "error")
+    __slots__ = ("done", "error", "waited")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.error: BaseException | None = None
+        self.waited = False  # a flush (or close) waits for this round
 
 
 class Writer:
     """The queue and the write rounds of one store.
 
     A round takes everything pending and starts its write at once, from whichever task asks
-    (a flush, or the background writer after ``write_delay``, or sooner once ``round_bytes``
-    are waiting, so a busy app gets rounds of a bounded size); rounds never overlap, and a round
+    (a flush, or the background writer after ``write_delay``); rounds never overlap, and a round
     asked for while one is in flight starts the moment that one ends. The round finishes in a
     callback, not in the asking task, so a cancelled flush caller never cancels or waits for a
     write. When the store's backend offers ``start_write`` (:data:`StartWrite`; the SQLite
@@ -83,7 +88,6 @@ class Writer:
     :param start_write: the same write started without awaiting it (:data:`StartWrite`), when
         the backend offers one; used instead of ``write``.
     :param write_delay: seconds the background writer waits for more events before a round.
-    :param round_bytes: bytes committed since the last round that end that wait early.
     :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
     """
 
@@ -93,18 +97,11 @@ class Writer:
         *,
         start_write: StartWrite | None = None,
         write_delay: float = 0.010,
-        round_bytes: int = 128 * 1024,
         max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._write = write
         self._start_write = start_write
         self._write_delay = write_delay
-        self._round_bytes = round_bytes
-        # Bytes committed since the last round took the queue, and the signal that they reached
-        # ``round_bytes`` (the background writer then starts a round without waiting out
-        # ``write_delay``).
-        self._taken_since = 0
-        self._full = anyio.Event()
         self.max_pending_bytes = max_pending_bytes
         self.pending_bytes = 0
         # Committed events not yet turned into rows, and rows built by a round that failed
@@ -112,6 +109,8 @@ class Writer:
         # costs the writer, not ``append``.
         self._pending: dict[Session, list[tuple[Event, bytes]]] = {}
         self._built: dict[Session, list[Row]] = {}
+        # When each session was last in a round (see `_alone`).
+        self._recent: dict[Session, float] = {}
         self._next_round = _Round()
         # The round whose write is in flight, and whether another was asked for meanwhile.
         # Rounds never overlap: a batch's expected head is the durable seq of the round before.
@@ -149,9 +148,6 @@ class Writer:
         else:
             items.append((event, data))
         self.pending_bytes += len(data)
-        self._taken_since += len(data)
-        if self._taken_since >= self._round_bytes and not self._full.is_set():
-            self._full.set()
         if not self._wake.is_set():
             self._since = time.monotonic()
             self._wake.set()
@@ -172,7 +168,7 @@ class Writer:
                     f"session {session.id!r}: the store is closed", session_id=session.id
                 )
             # The next round starts after this call, so it covers everything committed before.
-            round_ = await self._next_round_done()
+            round_ = await self._next_round_done(waited=True)
             session.raise_if_fenced()
             if round_.error is not None and session.durable < target:
                 raise StoreWriteError(
@@ -187,6 +183,7 @@ class Writer:
         """Drop a session's unwritten events (it was fenced or closed)."""
         items = self._pending.pop(session, [])
         rows = self._built.pop(session, [])
+        self._recent.pop(session, None)
         self.pending_bytes -= sum(len(data) for _, data in items)
         self.pending_bytes -= sum(len(row.data) for row in rows)
 
@@ -200,30 +197,25 @@ class Writer:
             # The delay counts from the oldest waiting event: events queued while the previous
             # round was writing have waited already.
             delay = max(self._write_delay - (time.monotonic() - self._since), self._backoff)
-            if delay > 0 and self._backoff:
-                await anyio.sleep(delay)  # a failing store is not retried early
-            elif delay > 0:
-                with anyio.move_on_after(delay):
-                    await self._full.wait()
+            if delay > 0:
+                await anyio.sleep(delay)
             self._wake = anyio.Event()
-            self._full = anyio.Event()
-            await self._next_round_done()
+            await self._next_round_done(waited=False)
 
     async def start(self, task_group: TaskGroup) -> None:
         """Start the writer task inside the store's task group."""
         self._task_group = task_group
         await task_group.start(self.run)
 
-    async def _next_round_done(self) -> _Round:
-        """Ask for the next round and return it once it finished."""
+    async def _next_round_done(self, *, waited: bool) -> _Round:
+        """Ask for the next round and return it once it finished (``waited``: the caller is a
+        flush or a close, waiting for durability, not the background writer)."""
         round_ = self._next_round
+        round_.waited = round_.waited or waited
         self._request_round()
-        if round_.done.is_set():
-            # Written already, on this thread (a backend may write a small round in place):
-            # going once round the event loop would only add latency to the flush.
-            await anyio.lowlevel.checkpoint_if_cancelled()
-        else:
-            await round_.done.wait()
+        # Also when a backend wrote the round in place already: this still yields once, so a
+        # session flushing after every turn lets the app's other tasks run.
+        await round_.done.wait()
         return round_
 
     def _request_round(self) -> None:
@@ -242,9 +234,10 @@ class Writer:
             return
         batches = [Batch(s.id, s.durable, rows) for s, rows in taken.items()]
         self._in_flight = round_
+        lone_flush = self._alone(taken) and round_.waited
         if self._start_write is not None:
             try:
-                self._start_write(batches, partial(self._finish, round_, taken))
+                self._start_write(batches, partial(self._finish, round_, taken), lone_flush)
             except Exception as exc:
                 self._finish(round_, taken, (), exc)
         elif self._task_group is None:  # closed while this round waited for the one before
@@ -291,11 +284,23 @@ class Writer:
         if self._again:
             self._start_round()
 
+    def _alone(self, taken: dict[Session, list[Row]]) -> bool:
+        """Whether no session but this round's committed in the last ``_ACTIVE_WINDOW``."""
+        now = time.monotonic()
+        alone = True
+        for session, seen in list(self._recent.items()):
+            if now - seen > _ACTIVE_WINDOW:
+                del self._recent[session]
+            elif session not in taken:
+                alone = False
+        for session in taken:
+            self._recent[session] = now
+        return alone
+
     def _take(self) -> dict[Session, list[Row]]:
         """Everything waiting, as rows: rows of a failed round first, then new events."""
         taken, self._built = self._built, {}
         pending, self._pending = self._pending, {}
-        self._taken_since = 0
         for session, items in pending.items():
             prev = session.chain_hash
             rows = taken.setdefault(session, [])
@@ -341,6 +346,6 @@ class Writer:
         with anyio.CancelScope(shield=True):
             busy = self._pending or self._built or self._in_flight is not None
             if busy and self._task_group is not None:
-                await self._next_round_done()
+                await self._next_round_done(waited=True)
         self._closed = True
         self._task_group = None

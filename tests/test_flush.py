@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 import anyio
-import anyio.lowlevel
 import pytest
 
-from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage, ValidationError
+from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage
 from eventlog.stores import LogStore, MemoryBackend, MemoryData
 from eventlog.writer import Batch
 
@@ -136,26 +135,3 @@ async def test_closing_a_session_whose_flush_fails_keeps_it_open() -> None:
         disk.failing = False
         await session.aclose()
         assert [r.seq for r in disk.data.rows["s"]] == [0, 1]
-
-
-async def test_the_background_writer_starts_a_round_once_round_bytes_are_waiting() -> None:
-    disk = FailingDisk()
-    async with LogStore(disk, write_delay=60, round_bytes=2000) as store:
-        session = await store.create(session_id="s")
-        _say(session, "a short message")  # far below round_bytes: it waits for write_delay
-        for _ in range(10):
-            await anyio.lowlevel.checkpoint()
-        assert disk.rounds == []
-        while session.head < 30:  # then past round_bytes, no flush asked for
-            _say(session, "x" * 100)
-        with anyio.fail_after(10):
-            while session.durable < session.head:
-                await anyio.sleep(0.001)
-        assert [seqs for ((_, seqs),) in disk.rounds] == [list(range(31))]
-
-
-def test_round_bytes_is_checked() -> None:
-    bad_values: tuple[object, ...] = (0, -5, 1.5, True)
-    for bad in bad_values:
-        with pytest.raises(ValidationError, match="round_bytes must be a whole number of bytes"):
-            LogStore(MemoryBackend(), round_bytes=bad)  # type: ignore[arg-type]

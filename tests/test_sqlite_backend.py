@@ -225,6 +225,27 @@ async def test_a_small_round_is_written_on_the_loop_and_a_large_one_on_the_write
     assert side_door(tmp_path / "s.db", "SELECT seq FROM events") == [(0,), (1,)]
 
 
+async def test_while_another_session_is_active_rounds_go_to_the_thread_to_be_shared(
+    tmp_path: Path,
+) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        backend = store.backend
+        assert isinstance(backend, SQLiteBackend)
+        a, b = await store.create(session_id="a"), await store.create(session_id="b")
+        names = await note_inserting_threads(backend)
+        say(a, "a alone")
+        await a.flush()  # nobody else has committed: written in place
+        say(b, "b, while a was active a moment ago")
+        await b.flush()  # a may commit again and share the round: the thread writes it
+        assert names == [threading.current_thread().name, "eventlog-sqlite-writer"]
+        # The background writer's rounds never block the loop: nobody waits for them.
+        say(b, "nobody flushes this one")
+        with anyio.fail_after(10):
+            while b.durable < b.head:
+                await anyio.sleep(0.005)
+        assert names[2:] == ["eventlog-sqlite-writer"]
+
+
 async def test_a_round_that_would_wait_for_another_writer_waits_on_the_thread(
     tmp_path: Path,
 ) -> None:

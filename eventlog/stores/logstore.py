@@ -51,9 +51,6 @@ class LogStore:
     :param backend: the storage engine.
     :param types: the event types sessions accept and decode (core vocabulary by default).
     :param write_delay: seconds the background writer gathers events before a round.
-    :param round_bytes: payload bytes waiting that make the background writer start a round
-        at once instead of waiting out ``write_delay`` (a busy app gets rounds of about this
-        size: durable sooner, and small enough for SQLite to write on the event loop's thread).
     :param max_pending_bytes: backlog ceiling before ``append`` raises ``BacklogFullError``.
     :param max_event_bytes: ceiling of one event's encoded payload.
     :param url: shown in ``repr``.
@@ -65,15 +62,10 @@ class LogStore:
         *,
         types: EventTypes | None = None,
         write_delay: float = 0.010,
-        round_bytes: int = 128 * 1024,
         max_pending_bytes: int = 64 * 1024 * 1024,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         url: str = "",
     ) -> None:
-        if not isinstance(round_bytes, int) or isinstance(round_bytes, bool) or round_bytes < 1:
-            raise ValidationError(
-                f"round_bytes must be a whole number of bytes >= 1, got {round_bytes!r}"
-            )
         self.backend = backend
         self.types = types if types is not None else EventTypes()
         self.url = url
@@ -83,7 +75,6 @@ class LogStore:
             # A backend may start a write without a task switch (SQLite: a worker callback).
             start_write=getattr(backend, "start_write", None),
             write_delay=write_delay,
-            round_bytes=round_bytes,
             max_pending_bytes=max_pending_bytes,
         )
         self._owner = lease_owner()

@@ -6,23 +6,28 @@ reader connection serves ``read``, ``follow``, ``list`` and loads on the event l
 (see :meth:`SQLiteBackend._read` for why), so reads never wait behind a commit on the writer
 thread. Driver errors are translated in :func:`_translated`.
 
-A small round (at most ``inline_write_bytes`` of payload, 256 KiB by default: a flush after a
-turn, or the background writer's round of a busy server) is written on the event loop's own
-thread instead, when the writer thread is idle and no other process holds the write lock. Why,
-measured on this project's machine (``benchmarks/sqlite_bench.py`` prints both paths):
+A round that a lone flush waits for (no other session of the store committed in the last
+50 ms: one agent flushing after its turn) is written on the event loop's own thread instead,
+when it is small (``inline_write_bytes``, 256 KiB by default), the writer thread is idle and no
+other process holds the write lock. Why, measured on this project's machine
+(``benchmarks/sqlite_bench.py`` prints both paths): the two thread switches of a hand-off cost
+35–90 µs, against a whole durable commit of about 150 µs for one row and 250 µs for a turn's 18
+rows, and the flush caller waits for all of it (single-event flush p50 200–250 µs in place,
+310–390 µs through the thread). The price: the event loop is blocked for that commit, fsync
+included (0.15–0.4 ms typically; a slow disk's hiccup shows there too).
 
-- the two thread switches of a hand-off cost 35–90 µs, against a whole durable commit of about
-  150 µs for one row and 250 µs for a turn's 18 rows, and a flush caller waits for all of it;
-- the writer thread needs the GIL to start a round and between statements, and while the event
-  loop is busy with Python work it rarely gets it: the loop releases the GIL at every poll and
-  takes it straight back, so the waiting thread never asks for a forced switch. A round of
-  4,000 rows waited 41 ms to start while the app kept committing.
+Every other round goes to the thread, because there the event loop keeps running during the
+commit: other sessions commit meanwhile and share the next round's fsync (group commit; written
+in place, 8 sessions flushing every turn fell from 57,000 to 39,000 events/s), and the
+background writer's rounds overlap the app's work. A round that would wait for another
+process's write lock goes to the thread too, so the loop never waits for ``busy_timeout``.
+``inline_write_bytes=0`` sends every round to the thread.
 
-The price: the event loop is blocked for that commit, fsync included (0.15–0.4 ms typically;
-a slow disk's hiccup shows there too). A larger round, a round while the thread is busy (a
-lease, say), and a round that would wait for another process's write lock go to the thread, so
-the loop never waits for ``busy_timeout``. ``inline_write_bytes=0`` sends every round to the
-thread.
+Known limit of the thread: it needs the GIL to start a round and between statements, and while
+the event loop is busy with Python work it rarely gets it (the loop releases the GIL at every
+poll and takes it straight back, so the waiting thread never asks for a forced switch): a round
+of 4,000 rows waited 41 ms to start while the app kept committing. Such a round is late, never
+lost, and a flush waits for it like for any other.
 """
 
 from __future__ import annotations
@@ -219,14 +224,14 @@ class SQLiteBackend:
         self._notify()
         return conflicts
 
-    def start_write(self, batches: Sequence[Batch], on_done: WriteDone) -> None:
+    def start_write(self, batches: Sequence[Batch], on_done: WriteDone, lone_flush: bool) -> None:
         """:meth:`write` without a task waiting for it (the writer's one-hop round): the
         worker thread runs the transaction and ``on_done`` gets its answer on the loop.
 
-        A small round is written here and now instead (see the module's docstring), and
-        ``on_done`` is called before this returns."""
+        A small round that a lone flush waits for is written here and now instead (see the
+        module's docstring), and ``on_done`` is called before this returns."""
         self._check()
-        if self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
+        if lone_flush and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
             try:
                 with _translated(self.path, "writing events", write=True):
                     conflicts = self._writer.run_here(ops.write_batches_now, batches)

@@ -12,7 +12,7 @@ from .memory import MemoryBackend, MemoryData
 
 __all__ = ("open_store",)
 
-_STORE_OPTIONS = ("types", "write_delay", "round_bytes", "max_pending_bytes", "max_event_bytes")
+_STORE_OPTIONS = ("types", "write_delay", "max_pending_bytes", "max_event_bytes")
 
 
 def open_store(url: str, **options: Any) -> LogStore:
@@ -22,7 +22,6 @@ def open_store(url: str, **options: Any) -> LogStore:
     ``postgresql://user@host:port/database``.
 
     Store options: ``types`` (an :class:`EventTypes`), ``write_delay`` (seconds, default 0.01),
-    ``round_bytes`` (waiting bytes that start a round before ``write_delay``, default 128 KiB),
     ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB).
 
     Backend options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for
