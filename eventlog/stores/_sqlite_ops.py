@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -38,18 +38,27 @@ __all__ = (
     "write_batches_now",
 )
 
-# A batch is one statement: the envelope columns travel as one JSON array, payloads and hashes
-# as two concatenated blobs sliced by offset. One `sqlite3_step` per batch means the worker
-# thread takes the GIL back once, not once per row: with `executemany` a busy event loop made
-# the writer wait for the GIL after every row (a 10,800-row batch took seconds, not 70 ms).
+# The rows of a whole round are one statement: the envelope columns (and each row's session)
+# travel as one JSON array, payloads and hashes as two concatenated blobs sliced by offset. Each
+# statement is a round trip for the GIL (released while SQLite works, taken back after), and
+# the writer thread waits long for the GIL while the event loop is busy: with `executemany` it
+# waited after every row (a 10,800-row round took seconds, not 70 ms), so a round on the thread
+# is four statements however many rows and sessions it holds.
 _INSERT = (
     "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
-    "SELECT ?1, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), "
-    "json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
-    "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
-    "CAST(substr(?3, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "
-    "substr(?4, json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]')) "
-    "FROM json_each(?2) AS j"
+    "SELECT json_extract(j.value, '$[10]'), json_extract(j.value, '$[0]'), "
+    "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), "
+    "json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), "
+    "json_extract(j.value, '$[5]'), "
+    "CAST(substr(?2, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "
+    "substr(?3, json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]')) "
+    "FROM json_each(?1) AS j"
+)
+# Every session's tail check and head move in one statement: it moves the heads that still
+# equal the expected ones (``[session, new head, expected head]`` per session).
+_MOVE_HEADS = (
+    "UPDATE sessions SET head = j.value ->> 1 FROM json_each(?1) AS j "
+    "WHERE sessions.id = j.value ->> 0 AND sessions.head = j.value ->> 2"
 )
 _INSERT_ROW = (
     "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
@@ -64,20 +73,23 @@ _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
 _encoder = msgspec.json.Encoder()
 
 
-def _packed(session_id: str, rows: Sequence[Row]) -> tuple[str, str, bytes, bytes]:
-    """The parameters of :data:`_INSERT` for ``rows`` (the JSON bound as TEXT: SQLite 3.45+
-    would read a BLOB as its binary JSONB format)."""
+def _packed(batches: Iterable[tuple[str, Sequence[Row]]]) -> tuple[str, bytes, bytes]:
+    """The parameters of :data:`_INSERT` for each ``(session_id, rows)`` (the JSON bound as
+    TEXT: SQLite 3.45+ would read a BLOB as its binary JSONB format)."""
     envelopes = []
+    datas: list[bytes] = []
+    hashes: list[bytes] = []
     data_at = hash_at = 1  # substr() counts from 1
-    for r in rows:
-        size, hash_size = len(r.data), len(r.hash)
-        envelope = (r.seq, r.type, r.time, r.surface, r.sources, r.ignorable)
-        envelopes.append((*envelope, data_at, size, hash_at, hash_size))
-        data_at += size
-        hash_at += hash_size
-    data = b"".join([r.data for r in rows])
-    envelopes_json = _encoder.encode(envelopes).decode()
-    return session_id, envelopes_json, data, b"".join([r.hash for r in rows])
+    for session_id, rows in batches:
+        for r in rows:
+            size, hash_size = len(r.data), len(r.hash)
+            envelope = (r.seq, r.type, r.time, r.surface, r.sources, r.ignorable)
+            envelopes.append((*envelope, data_at, size, hash_at, hash_size, session_id))
+            data_at += size
+            hash_at += hash_size
+            datas.append(r.data)
+            hashes.append(r.hash)
+    return _encoder.encode(envelopes).decode(), b"".join(datas), b"".join(hashes)
 
 
 class WriteLockBusy(Exception):
@@ -85,13 +97,31 @@ class WriteLockBusy(Exception):
     wait for it (the caller hands the round to the writer thread, which does)."""
 
 
-def write_batches(connection: sqlite3.Connection, batches: Sequence[Batch]) -> list[str]:
-    """Write every batch whose expected head matches the stored one, in one transaction.
+def write_batches(
+    connection: sqlite3.Connection, batches: Sequence[Batch], busy_timeout_ms: int
+) -> list[str]:
+    """Write every batch whose expected head matches the stored one, in one transaction, and
+    return the sessions whose head did not (another writer moved it; nothing of theirs is
+    written).
 
-    For the writer thread: the write lock is waited for (``busy_timeout``), and each batch is
-    one statement, so the thread takes the GIL back once per batch, not once per row.
+    For the writer thread: waits up to ``busy_timeout_ms`` for another process's write lock,
+    and writes the round in four statements (see :data:`_INSERT`).
     """
-    connection.execute("BEGIN IMMEDIATE")
+    _begin(connection, busy_timeout_ms)
+    try:
+        heads = [(b.session_id, b.rows[-1].seq, b.expected_head) for b in batches]
+        moved = connection.execute(_MOVE_HEADS, (_encoder.encode(heads).decode(),)).rowcount
+        if moved == len(batches):
+            connection.execute(_INSERT, _packed((b.session_id, b.rows) for b in batches))
+            connection.execute("COMMIT")
+            return []
+    except BaseException:
+        rollback(connection)
+        raise
+    # A head moved under its session, or a session is gone (rare: those sessions are fenced):
+    # the round is written again session by session, to learn which.
+    rollback(connection)
+    _begin(connection, busy_timeout_ms)
     return _write_locked(connection, batches, _insert_packed)
 
 
@@ -101,15 +131,37 @@ def write_batches_now(connection: sqlite3.Connection, batches: Sequence[Batch]) 
 
     :raises WriteLockBusy: another connection holds the write lock (nothing was written).
     """
+    _begin_now(connection)
+    # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
+    # row) is the cheapest insert; the packed statement's JSON costs more for small batches.
+    return _write_locked(connection, batches, _insert_each)
+
+
+def _begin_now(connection: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE`` without waiting.
+
+    :raises WriteLockBusy: another connection holds the write lock.
+    """
     try:
         connection.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
         if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
             raise WriteLockBusy(str(exc)) from exc
         raise
-    # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
-    # row) is the cheapest insert; the packed statement's JSON costs more for small batches.
-    return _write_locked(connection, batches, _insert_each)
+
+
+def _begin(connection: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """``BEGIN IMMEDIATE``, waiting up to ``busy_timeout_ms`` for another process's write lock.
+    The wait is set up only when the lock is taken: each statement costs the thread a GIL round
+    trip."""
+    try:
+        _begin_now(connection)
+    except WriteLockBusy:
+        waiting_for_lock(connection, busy_timeout_ms, _begin_immediate)
+
+
+def _begin_immediate(connection: sqlite3.Connection) -> None:
+    connection.execute("BEGIN IMMEDIATE")
 
 
 def waiting_for_lock(
@@ -127,7 +179,7 @@ def waiting_for_lock(
 
 
 def _insert_packed(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
-    connection.execute(_INSERT, _packed(session_id, rows))
+    connection.execute(_INSERT, _packed([(session_id, rows)]))
 
 
 def _insert_each(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
@@ -191,7 +243,7 @@ def insert_session(
                 f"session {record.id!r} already exists", session_id=record.id
             ) from exc
         if rows:
-            connection.execute(_INSERT, _packed(record.id, rows))
+            _insert_packed(connection, record.id, rows)
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)

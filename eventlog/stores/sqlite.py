@@ -220,7 +220,7 @@ class SQLiteBackend:
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         self._check()
-        conflicts = await self._call_writer(self._write_batches, batches)
+        conflicts = await self._writer.call(self._write_batches, batches)
         self._notify()
         return conflicts
 
@@ -250,13 +250,13 @@ class SQLiteBackend:
                 self._notify()
             on_done(conflicts, error)
 
-        self._submit_writer(done, self._write_batches, batches)
+        self._writer.submit(done, self._write_batches, batches)
 
     def _write_batches(
         self, connection: sqlite3.Connection, batches: Sequence[Batch]
     ) -> Collection[str]:
         with _translated(self.path, "writing events", write=True):
-            return ops.write_batches(connection, batches)
+            return ops.write_batches(connection, batches, self._busy_timeout_ms)
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         self._check()
