@@ -285,7 +285,9 @@ class Writer:
             self._start_round()
 
     def _alone(self, taken: dict[Session, list[Row]]) -> bool:
-        """Whether no session but this round's committed in the last ``_ACTIVE_WINDOW``."""
+        """Whether no session but this round's had events in a round during the last
+        ``_ACTIVE_WINDOW`` (such a session is likely to commit again soon and could share the
+        next round)."""
         now = time.monotonic()
         alone = True
         for session, seen in list(self._recent.items()):

@@ -14,7 +14,8 @@ other process holds the write lock. Why, measured on this project's machine
 35–90 µs, against a whole durable commit of about 150 µs for one row and 250 µs for a turn's 18
 rows, and the flush caller waits for all of it (single-event flush p50 200–250 µs in place,
 310–390 µs through the thread). The price: the event loop is blocked for that commit, fsync
-included (0.15–0.4 ms typically; a slow disk's hiccup shows there too).
+included (0.15–0.4 ms typically, 0.6 ms at p99 of 1,000 turns; about 3 ms for the commit that
+also checkpoints the WAL, once per ~1,000 pages written; a slow disk's hiccup shows there too).
 
 Every other round goes to the thread, because there the event loop keeps running during the
 commit: other sessions commit meanwhile and share the next round's fsync (group commit; written
