@@ -3,6 +3,7 @@ server, killed with SIGKILL or paused with SIGSTOP, and a follower in another pr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -87,16 +88,22 @@ class Child:
     def signal(self, signum: int) -> None:
         os.kill(self.process.pid, signum)
 
-    async def kill(self) -> None:
+    def _signal_unless_gone(self, signum: int) -> None:
+        # The event loop's child watcher may have reaped the process already while
+        # `returncode` still reads None (the loop has not run its callback yet): then the pid
+        # is gone and there is nothing left to signal.
         if self.process.returncode is None:
-            self.signal(signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                self.signal(signum)
+
+    async def kill(self) -> None:
+        self._signal_unless_gone(signal.SIGKILL)
         with anyio.fail_after(30):
             await self.process.wait()
 
     async def aclose(self) -> None:
-        if self.process.returncode is None:
-            self.signal(signal.SIGCONT)
-            self.signal(signal.SIGKILL)
+        self._signal_unless_gone(signal.SIGCONT)
+        self._signal_unless_gone(signal.SIGKILL)
         await self.process.aclose()
 
 
