@@ -7,9 +7,12 @@ full ``make test`` stays within minutes on two cores.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from eventlog import Session, open_store
 
 settings.register_profile(
     "fast",
@@ -33,3 +36,16 @@ SOAK = os.environ.get("EVENTLOG_SOAK") == "1"
 def anyio_backend() -> str:
     # aiosqlite and asyncpg are asyncio-only.
     return "asyncio"
+
+
+@pytest.fixture
+def session_id() -> str:
+    """The id of the ``session`` fixture; a module overrides it where its messages name another."""
+    return "s1"
+
+
+@pytest.fixture
+async def session(session_id: str) -> AsyncIterator[Session]:
+    """A new session in a fresh ``memory:`` store, closed with the store after the test."""
+    async with open_store("memory:") as store:
+        yield await store.create(session_id=session_id)

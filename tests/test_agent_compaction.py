@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import anyio
 import pytest
@@ -31,7 +31,6 @@ from eventlog import (
     TurnEnd,
     TurnStart,
     UserMessage,
-    open_store,
 )
 from projections import messages
 from recovery.testing import check_invariants
@@ -40,12 +39,6 @@ from tests.agent_children.support import Probe, Tracker, events_of
 pytestmark = pytest.mark.anyio
 
 LONG = "word " * 80  # about 100 tokens
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[Session]:
-    async with open_store("memory:") as store:
-        yield await store.create()
 
 
 async def _short(shadowed: Sequence[Message]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import anyio
 import msgspec
@@ -70,12 +70,6 @@ async def _run(
     )
     with anyio.fail_after(10):
         return await executor.run(calls, assistant_seq=assistant.seq)
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[Session]:
-    async with open_store("memory:") as store:
-        yield await store.create()
 
 
 def _result_ids(session: Session) -> list[str]:

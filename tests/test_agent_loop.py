@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +44,6 @@ from recovery.testing import FaultyStore, check_invariants
 from tests.agent_children.support import Probe, Tracker, events_of
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[Session]:
-    async with open_store("memory:") as store:
-        yield await store.create()
 
 
 def _types(session: Session, from_seq: int = 0) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Literal, cast
 
 import pytest
@@ -36,12 +36,6 @@ from projections import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[Session]:
-    async with open_store("memory:") as store:
-        yield await store.create(session_id="s1")
 
 
 def put(session: Session, payload: InboxSpliced | None) -> int:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from eventlog import (
@@ -19,17 +17,10 @@ from eventlog import (
     TurnStart,
     UserMessage,
     ValidationError,
-    open_store,
 )
 from projections import MessagesView, messages
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[Session]:
-    async with open_store("memory:") as store:
-        yield await store.create(session_id="s1")
 
 
 def user(session: Session, text: str) -> int:

@@ -6,8 +6,6 @@ the refused append left the session and every projection exactly as they were.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from eventlog import (
@@ -31,12 +29,6 @@ from eventlog.surface import fold_surface
 from projections import inbox, messages, surface, timeline
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[Session]:
-    async with open_store("memory:") as store:
-        yield await store.create(session_id="s1")
 
 
 def user(session: Session, text: str = "hi") -> int:

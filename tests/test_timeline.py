@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from hypothesis import given
 
@@ -29,12 +27,6 @@ from projections.timeline import TIMELINE, Timeline, timeline
 from recovery.testing import AgentRun, agent_runs
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[Session]:
-    async with open_store("memory:") as store:
-        yield await store.create()
 
 
 def propose(session: Session, turn: int, step: int, *ids: str) -> int:
