@@ -9,7 +9,7 @@ payload classes. Guarantees are documented here once; implementations do not rep
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -20,12 +20,44 @@ from ..event import Event
 from ..session import Session
 from ..writer import Batch
 
-__all__ = ("Backend", "SessionInfo", "SessionRecord", "Store", "session_not_found")
+__all__ = (
+    "Backend",
+    "SessionInfo",
+    "SessionRecord",
+    "Store",
+    "rows_in_chunks",
+    "session_not_found",
+)
 
 
 def session_not_found(session_id: str) -> SessionNotFoundError:
     """The one error every backend raises for a missing session (its text is asserted)."""
     return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
+
+
+async def rows_in_chunks(
+    fetch: Callable[[int, int], Awaitable[Sequence[Row]]],
+    from_seq: int,
+    limit: int | None,
+    chunk: int,
+) -> AsyncIterator[Sequence[Row]]:
+    """A backend's ``read_rows`` as pages: ``await fetch(seq, count)`` returns up to ``count``
+    consecutive rows from ``seq``, at most ``limit`` rows in all; a short page is the last.
+
+    One query per page, keyed by seq, so no read snapshot stays open while the consumer holds
+    a page (it may take its time; writers must not wait on it).
+    """
+    remaining = limit
+    while remaining is None or remaining > 0:
+        count = chunk if remaining is None else min(chunk, remaining)
+        rows = await fetch(from_seq, count)
+        if rows:
+            yield rows
+        if len(rows) < count:
+            return
+        from_seq = rows[-1].seq + 1
+        if remaining is not None:
+            remaining -= len(rows)
 
 
 class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -43,7 +43,7 @@ from ._pg_errors import DRIVER_ERRORS, translate
 from ._pg_leases import Leases
 from ._pg_listen import Listener, Notifier
 from ._pg_sql import Statements, setup_schema
-from .base import SessionInfo, SessionRecord, session_not_found
+from .base import SessionInfo, SessionRecord, rows_in_chunks, session_not_found
 
 __all__ = ("PostgresBackend",)
 
@@ -257,27 +257,20 @@ class PostgresBackend:
         self, session_id: str, from_seq: int, limit: int | None
     ) -> AsyncIterator[Sequence[Row]]:
         self._check_open(session_id)
-        remaining = limit
-        seq = from_seq
-        first = True
-        while remaining is None or remaining > 0:
-            # One query per chunk: no connection or snapshot is held while the caller works.
-            size = _CHUNK if remaining is None else min(_CHUNK, remaining)
+        fetched = False
+
+        async def fetch(seq: int, size: int) -> Sequence[Row]:
+            nonlocal fetched
             with self._translate("reading events", session_id, write=False):
                 records = await self._pool.fetch(self._sql.read_rows, session_id, seq, size)
-            if not records:
-                if first:
-                    await self.get_session(session_id)  # an empty log, or no such session
-                return
-            first = False
-            rows = [Row(r[0], r[1], r[2], r[3], r[4], r[5], r[6].encode(), r[7]) for r in records]
+            if not records and not fetched:
+                await self.get_session(session_id)  # an empty log, or no such session
+            fetched = True
+            return [Row(r[0], r[1], r[2], r[3], r[4], r[5], r[6].encode(), r[7]) for r in records]
+
+        async for rows in rows_in_chunks(fetch, from_seq, limit, _CHUNK):
             yield rows
-            if len(rows) < size:
-                return
-            seq = rows[-1].seq + 1
-            if remaining is not None:
-                remaining -= len(rows)
-        if first:
+        if not fetched:  # limit 0: still an error for a missing session
             await self.get_session(session_id)
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:

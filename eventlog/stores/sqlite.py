@@ -54,7 +54,7 @@ from ._sqlite_schema import (
     reserve_wal,
 )
 from ._sqlite_worker import Done, SQLiteWorker
-from .base import SessionInfo, SessionRecord
+from .base import SessionInfo, SessionRecord, rows_in_chunks
 
 __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
 
@@ -318,22 +318,15 @@ class SQLiteBackend:
     async def read_rows(
         self, session_id: str, from_seq: int, limit: int | None
     ) -> AsyncIterator[Sequence[Row]]:
-        # One statement per chunk, keyed by seq: no read transaction stays open while the
-        # consumer holds a chunk (it may take its time; writers must not wait on it). Fetching
-        # the next chunk while the consumer decodes was measured: no gain (both need the GIL).
-        remaining = limit
-        while remaining is None or remaining > 0:
-            count = _CHUNK if remaining is None else min(_CHUNK, remaining)
+        # Fetching the next chunk while the consumer decodes was measured: no gain (both need
+        # the GIL).
+        async def fetch(seq: int, count: int) -> Sequence[Row]:
             self._check()
             with _translated(self.path, "reading events", write=False, session_id=session_id):
-                rows = await self._read(ops.select_rows, session_id, from_seq, count)
-            if rows:
-                yield rows
-            if len(rows) < count:
-                return
-            from_seq = rows[-1].seq + 1
-            if remaining is not None:
-                remaining -= len(rows)
+                return await self._read(ops.select_rows, session_id, seq, count)
+
+        async for rows in rows_in_chunks(fetch, from_seq, limit, _CHUNK):
+            yield rows
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         self._check()
