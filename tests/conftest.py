@@ -1,4 +1,5 @@
-"""Shared test configuration: the anyio backend and the hypothesis profiles.
+"""Shared test configuration: the anyio backend, the hypothesis profiles and the ``session``
+fixture (a new session in a fresh ``memory:`` store).
 
 ``HYPOTHESIS_PROFILE=soak`` (``make soak``) runs the long profile; the default is fast so the
 full ``make test`` stays within minutes on two cores.
@@ -34,7 +35,8 @@ SOAK = os.environ.get("EVENTLOG_SOAK") == "1"
 
 @pytest.fixture
 def anyio_backend() -> str:
-    # aiosqlite and asyncpg are asyncio-only.
+    # asyncpg, and the SQLite worker threads (they answer through loop.call_soon_threadsafe),
+    # are asyncio-only.
     return "asyncio"
 
 
