@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench soak clean
+.PHONY: demo test lint docs bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,7 +24,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+# The user docs and the API reference generated from the docstrings; warnings are errors.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
+
+test: lint docs
 	$(BIN)/pytest
 
 soak: $(STAMP)
