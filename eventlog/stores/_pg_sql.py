@@ -138,6 +138,8 @@ class Statements:
     delete_events: str
     acquire_lease: str
     lease_holder: str
+    lock_lease_holder: str
+    take_lease: str
     release_lease: str
     renew_leases: str
     notify: str
@@ -196,6 +198,17 @@ class Statements:
             lease_holder=(
                 "SELECT writer, extract(epoch FROM lease_until - clock_timestamp())::float8 "
                 f"FROM {s}.sessions WHERE id = $1"
+            ),
+            lock_lease_holder=(
+                "SELECT writer, extract(epoch FROM lease_until - clock_timestamp())::float8 "
+                f"FROM {s}.sessions WHERE id = $1 FOR UPDATE"
+            ),
+            # Taking over a lease whose owner is known dead (a process of this host that is
+            # gone): only from that very owner, so a lease renewed meanwhile is not taken.
+            take_lease=(
+                f"UPDATE {s}.sessions "
+                "SET writer = $2, lease_until = clock_timestamp() + $4 * interval '1 second' "
+                "WHERE id = $1 AND writer = $3 RETURNING id"
             ),
             release_lease=(
                 f"UPDATE {s}.sessions SET writer = NULL, lease_until = NULL "

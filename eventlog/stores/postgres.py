@@ -37,8 +37,15 @@ import msgspec
 from anyio.abc import TaskStatus
 
 from ..codec import Row
-from ..errors import ClosedError, CorruptLogError, SessionExistsError, ValidationError
+from ..errors import (
+    ClosedError,
+    CorruptLogError,
+    SessionBusyError,
+    SessionExistsError,
+    ValidationError,
+)
 from ..writer import Batch
+from ._owners import owner_alive
 from ._pg_errors import DRIVER_ERRORS, translate
 from ._pg_leases import Leases
 from ._pg_listen import Listener, Notifier
@@ -279,10 +286,22 @@ class PostgresBackend:
             found = await self._pool.fetch(self._sql.list_sessions, after, limit)
         return [_info(r) for r in found]
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check_open(session_id)
         with self._translate("deleting the session", session_id):
             async with self._pool.acquire() as conn, conn.transaction():
+                holder = await conn.fetchrow(self._sql.lock_lease_holder, session_id)
+                if holder is None:
+                    raise session_not_found(session_id)
+                writer, remaining = holder
+                if not force and writer is not None and writer != owner:
+                    if remaining is not None and remaining > 0 and owner_alive(writer):
+                        raise SessionBusyError(
+                            f"session {session_id!r} is open for writing by {writer}; not deleted",
+                            session_id=session_id,
+                            hint="close the other writer first, or delete with force=True "
+                            "(it is then fenced at its next write)",
+                        )
                 deleted = await conn.fetchval(
                     self._sql.delete_session, session_id, self._sql.channel
                 )

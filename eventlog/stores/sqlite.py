@@ -162,6 +162,9 @@ class SQLiteBackend:
         )
         self._writer = SQLiteWorker(connect, "eventlog-sqlite-writer")
         self._busy_timeout = busy_timeout
+        # The owner token of each lease this store holds: every write checks it is still the
+        # session's writer (a stale writer is fenced, never writes into a re-created session).
+        self._held: dict[str, str] = {}
         # Used on the event loop's thread only (see `_read`).
         self._reader: sqlite3.Connection | None = None
         self._changed: anyio.Event | None = None
@@ -221,7 +224,7 @@ class SQLiteBackend:
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         self._check()
-        conflicts = await self._writer.call(self._write_batches, batches)
+        conflicts = await self._writer.call(self._write_batches, batches, self._owners_of(batches))
         self._notify()
         return conflicts
 
@@ -235,7 +238,7 @@ class SQLiteBackend:
         if lone_flush and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
             try:
                 with _translated(self.path, "writing events", write=True):
-                    conflicts = self._writer.run_here(ops.write_batches_now, batches)
+                    conflicts = self._writer.run_here(ops.write_batches_now, batches, self._held)
             except ops.WriteLockBusy:
                 pass  # another process is writing: the thread waits for the lock instead
             except Exception as exc:
@@ -251,13 +254,17 @@ class SQLiteBackend:
                 self._notify()
             on_done(conflicts, error)
 
-        self._writer.submit(done, self._write_batches, batches)
+        # The thread reads its own copy while the loop may take or release leases.
+        self._writer.submit(done, self._write_batches, batches, self._owners_of(batches))
+
+    def _owners_of(self, batches: Sequence[Batch]) -> dict[str, str]:
+        return {b.session_id: self._held.get(b.session_id, "") for b in batches}
 
     def _write_batches(
-        self, connection: sqlite3.Connection, batches: Sequence[Batch]
+        self, connection: sqlite3.Connection, batches: Sequence[Batch], owners: dict[str, str]
     ) -> Collection[str]:
         with _translated(self.path, "writing events", write=True):
-            return ops.write_batches(connection, batches, self._busy_timeout_ms)
+            return ops.write_batches(connection, batches, owners, self._busy_timeout_ms)
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         self._check()
@@ -269,6 +276,7 @@ class SQLiteBackend:
         self._check()
         with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
             await self._call_writer(ops.acquire_lease, session_id, owner)
+            self._held[session_id] = owner
             if not self._wal_reserved:
                 # Queued, not awaited: opening a session must not wait ~10 ms for it. The worker
                 # runs jobs in order, so it is in place before this store's first write.
@@ -276,16 +284,18 @@ class SQLiteBackend:
                 self._submit_writer(_ignore, reserve_wal, self.path)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
+        if self._held.get(session_id) == owner:
+            del self._held[session_id]
         self._check()
         with _translated(
             self.path, "releasing the writer lease", write=True, session_id=session_id
         ):
             await self._call_writer(ops.release_lease, session_id, owner)
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check()
         with _translated(self.path, "deleting a session", write=True, session_id=session_id):
-            await self._call_writer(ops.delete_session, session_id)
+            await self._call_writer(ops.delete_session, session_id, owner, force)
         self._notify()
 
     # -- reads (the reader connection) ---------------------------------------------------------
@@ -325,8 +335,14 @@ class SQLiteBackend:
             with _translated(self.path, "reading events", write=False, session_id=session_id):
                 return await self._read(ops.select_rows, session_id, seq, count)
 
-        async for rows in rows_in_chunks(fetch, from_seq, limit, _CHUNK):
-            yield rows
+        try:
+            async for rows in rows_in_chunks(fetch, from_seq, limit, _CHUNK):
+                yield rows
+        except ops.UndecodableRow as bad:
+            # The rows before the damaged one are good: a salvage keeps them.
+            if bad.rows:
+                yield bad.rows
+            raise bad.error from None
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         self._check()
