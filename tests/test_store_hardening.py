@@ -1,0 +1,450 @@
+"""Store-side hardening, on every store (memory, SQLite on both write paths, PostgreSQL): one
+session's unstorable row never fails the others of its round; the stored head is checked on
+open; a stale writer never writes into a session deleted and created again; closing a store
+whose writes fail releases its leases; ``flush`` after close raises; ``FaultyStore`` really
+faults; leases of dead owners are taken over at once and ``open(wait=)`` waits for live ones.
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from agent import Agent, ScriptedModel
+from eventlog import (
+    APPEND,
+    ClosedError,
+    ConflictError,
+    CorruptLogError,
+    Message,
+    Session,
+    SessionBusyError,
+    StoreWriteError,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+    ValidationError,
+    open_store,
+)
+from eventlog.stores import LogStore
+from eventlog.stores.memory import MemoryData
+from recovery.testing import FaultyStore, SimulatedCrash
+from tests.pg_children.server import fresh_schema, raw_connection, store_url
+
+pytestmark = pytest.mark.anyio
+
+HOST_DEAD_OWNER = "{host}:2147483647:gone"
+
+
+@dataclass
+class Place:
+    """Where a store's data lives; ``store()`` opens another store on the same data."""
+
+    kind: str
+    store: Callable[..., LogStore]
+    path: Path | None = None
+    schema: str | None = None
+
+
+STORES = [
+    "memory",
+    "sqlite",
+    "sqlite-thread",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+
+
+@contextmanager
+def _make_place(kind: str, tmp_path: Path) -> Iterator[Place]:
+    if kind == "memory":
+        data = MemoryData()
+        yield Place(kind, lambda **o: open_store("memory:", data=data, **o))
+    elif kind.startswith("sqlite"):
+        path = tmp_path / "s.db"
+        # Only the writer thread: every round goes through it, none is written on the loop.
+        extra = {"inline_write_bytes": 0} if kind == "sqlite-thread" else {}
+        yield Place(kind, lambda **o: open_store(f"sqlite:///{path}", **extra, **o), path=path)
+    else:
+        with fresh_schema() as schema:
+            yield Place(kind, lambda **o: open_store(store_url(schema), **o), schema=schema)
+
+
+@pytest.fixture(params=STORES)
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    with _make_place(request.param, tmp_path) as made:
+        yield made
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    """A store with raw SQL tables to damage."""
+    with _make_place(request.param, tmp_path) as made:
+        yield made
+
+
+def say(session: Session, text: str) -> None:
+    session.append("user/message", UserMessage(message=Message.user(text)), surface=APPEND)
+
+
+def plant_unstorable_time(session: Session) -> None:
+    """Commit a valid event, then swap the queued copy for one whose ``time`` no store column
+    holds (2**63): a row that got past the commit-time checks, as from a bug upstream."""
+    event = session.append("turn/start", TurnStart(turn=1))
+    writer: Any = session._writer  # the store's write queue (a side door)
+    queued = writer._pending[session]
+    assert queued[-1][0] is event
+    queued[-1] = (msgspec.structs.replace(event, time=2**63), queued[-1][1])
+
+
+async def texts(store: LogStore, session_id: str) -> list[str]:
+    """The user texts stored in a session, read through a fresh read."""
+    return [
+        e.data.message.content[0].text
+        async for e in store.read(session_id)
+        if e.type == "user/message"
+    ]
+
+
+# -- one bad row, one round --------------------------------------------------------------------
+
+
+async def test_an_unstorable_row_fails_only_its_own_session(place: Place) -> None:
+    async with place.store(write_delay=3600) as store:
+        bad = await store.create(session_id="bad")
+        good = await store.create(session_id="good")
+        # Both sessions commit into the same round: one good event, then the bad row.
+        say(bad, "kept")
+        plant_unstorable_time(bad)
+        say(good, "one")
+        say(good, "two")
+        # The bad session's flush names the seq and the cause; the round wrote the others.
+        with pytest.raises(StoreWriteError) as caught:
+            await bad.flush()
+        assert caught.value.seq == 1
+        assert caught.value.message == (
+            "session 'bad', seq 1: the event cannot be stored: time 9223372036854775808 is "
+            "not a 64-bit integer; this session is fenced (events from seq 1 on are not written)"
+        )
+        await good.flush()
+        assert (good.durable, bad.durable) == (1, 0)
+        # The bad session stays fenced, with the same error; the good one keeps writing.
+        with pytest.raises(StoreWriteError, match="seq 1: the event cannot be stored"):
+            say(bad, "after")
+        say(good, "three")
+        await good.flush()
+    # Reopened: everything flushed is there, the bad row nowhere.
+    async with place.store() as store:
+        assert await texts(store, "good") == ["one", "two", "three"]
+        reopened = await store.open("bad")
+        assert [e.type for e in reopened.events()] == ["user/message"]
+        await reopened.aclose()
+    if place.path is not None:
+        # SQLite never stored an integer column as REAL (or anything but INTEGER).
+        with sqlite3.connect(place.path) as db:
+            kinds = db.execute("SELECT DISTINCT typeof(seq), typeof(time) FROM events").fetchall()
+        assert kinds == [("integer", "integer")]
+
+
+# -- the stored head --------------------------------------------------------------------------
+
+
+async def _side_sql(place: Place, sql: str) -> None:
+    """Run ``sql`` on the raw tables (the SQL is written for both SQLite and PostgreSQL)."""
+    if place.path is not None:
+        with sqlite3.connect(place.path) as db:
+            db.execute(sql)
+        db.close()
+    else:
+        assert place.schema is not None
+        conn = await raw_connection()
+        try:
+            await conn.execute(f'SET search_path = "{place.schema}"')
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "seq", "message"),
+    [
+        (
+            "DELETE FROM events WHERE session_id = 's' AND seq = 2",
+            2,
+            "session 's', seq 2: the stored head is 2 but the events from seq 2 are missing",
+        ),
+        (
+            "UPDATE sessions SET head = 5 WHERE id = 's'",
+            3,
+            "session 's', seq 3: the stored head is 5 but the events from seq 3 are missing",
+        ),
+        (
+            "UPDATE sessions SET head = 0 WHERE id = 's'",
+            1,
+            "session 's', seq 1: the stored head is 0 but events up to seq 2 are stored: the "
+            "head was altered",
+        ),
+    ],
+    ids=["last-row-deleted", "head-raised", "head-lowered"],
+)
+async def test_open_checks_the_stored_head(
+    sql_place: Place, damage: str, seq: int, message: str
+) -> None:
+    place = sql_place
+    async with place.store() as store:
+        session = await store.create(session_id="s")
+        for text in ("a", "b", "c"):
+            say(session, text)
+        await session.aclose()
+    # The rows or the head are changed behind the store's back.
+    await _side_sql(place, damage)
+    async with place.store() as store:
+        with pytest.raises(CorruptLogError) as caught:
+            await store.open("s")
+        assert (caught.value.seq, caught.value.message) == (seq, message)
+        # Salvage still reads the events that are there.
+        salvaged = await store.open("s", salvage=True)
+        assert len(salvaged.events()) == (2 if "DELETE" in damage else 3)
+        # The refused open left no lease behind.
+        with pytest.raises(CorruptLogError):
+            await store.open("s")
+
+
+async def test_open_checks_the_stored_head_on_memory() -> None:
+    data = MemoryData()
+    async with open_store("memory:", data=data) as store:
+        session = await store.create(session_id="s")
+        say(session, "a")
+        say(session, "b")
+        await session.aclose()
+    # The last row disappears from the memory store's "disk".
+    del data.rows["s"][-1]
+    async with open_store("memory:", data=data) as store:
+        with pytest.raises(CorruptLogError) as caught:
+            await store.open("s")
+        assert caught.value.seq == 1
+
+
+# -- a stale writer after delete ----------------------------------------------------------------
+
+
+async def test_a_stale_writer_never_writes_into_a_recreated_session(place: Place) -> None:
+    async with place.store() as first, place.store() as second:
+        # The first store writes the session and keeps it open (it holds the lease).
+        stale = await first.create(session_id="s")
+        say(stale, "old")
+        await stale.flush()
+        # Another store may not delete a session a live writer holds...
+        with pytest.raises(SessionBusyError, match=r"is open for writing by .*; not deleted"):
+            await second.delete("s")
+        assert await texts(second, "s") == ["old"]
+        # ...unless forced. It creates the session again and writes one event: the stored
+        # head is now 0, the very head the stale writer expects.
+        await second.delete("s", force=True)
+        fresh = await second.create(session_id="s")
+        say(fresh, "new")
+        await fresh.flush()
+        # The stale writer's next flush is fenced; nothing of it lands in the new session.
+        say(stale, "stale")
+        with pytest.raises(ConflictError):
+            await stale.flush()
+        assert await texts(second, "s") == ["new"]
+        say(fresh, "newer")
+        await fresh.aclose()
+        await stale.aclose()
+    async with place.store() as store:
+        reopened = await store.open("s")
+        assert [e.data.message.content[0].text for e in reopened.events()] == ["new", "newer"]
+        await reopened.aclose()
+
+
+async def test_a_session_whose_writer_is_gone_can_be_deleted(place: Place) -> None:
+    async with place.store() as store:
+        await (await store.create(session_id="s")).aclose()
+    # Free (closed), and held by this very store: both deletable without force.
+    async with place.store() as store:
+        await store.delete("s")
+        session = await store.create(session_id="s")
+        with pytest.raises(SessionBusyError, match="open for writing in this store"):
+            await store.delete("s")
+        await session.aclose()
+        await store.delete("s")
+
+
+# -- closing while writes fail -----------------------------------------------------------------
+
+
+async def test_closing_a_store_whose_writes_fail_releases_the_lease(place: Place) -> None:
+    faulty = FaultyStore(place.store(), fail_at=1, failures=1000)
+    async with faulty as store:
+        session = await store.create(session_id="s")
+        say(session, "stored")
+        await session.flush()
+        say(session, "lost")
+        with pytest.raises(StoreWriteError, match="injected write failure"):
+            await session.flush()
+    # The close went through although its final write failed; the unwritten event was
+    # discarded (documented), and the session and the store refuse to flush again.
+    assert faulty.writes >= 3
+    with pytest.raises(ClosedError):
+        await session.flush()
+    # The next store of this process takes the session at once: the lease was released.
+    async with place.store() as store:
+        reopened = await store.open("s")
+        assert [e.data.message.content[0].text for e in reopened.events()] == ["stored"]
+        await reopened.aclose()
+
+
+class _ReleaseFails(FaultyStore):
+    """Writes fail, and releasing a lease fails too (as on a full disk)."""
+
+    async def _release(self, session: Session) -> None:
+        self._open.pop(session.id, None)
+        raise StoreWriteError("releasing the lease failed (injected)")
+
+
+async def test_a_lease_left_by_a_closed_store_of_this_process_is_taken_over(
+    place: Place,
+) -> None:
+    async with _ReleaseFails(place.store(), fail_at=0, failures=1000) as store:
+        session = await store.create(session_id="s")
+        say(session, "lost")
+    # The stored lease still names the closed store, which no longer exists: taken over.
+    async with place.store() as store:
+        reopened = await store.open("s")
+        assert reopened.head == -1
+        await reopened.aclose()
+
+
+# -- flush after close -------------------------------------------------------------------------
+
+
+async def test_flush_after_close_raises(place: Place) -> None:
+    async with place.store() as store:
+        session = await store.create(session_id="s")
+        say(session, "a")
+        await session.aclose()
+        with pytest.raises(ClosedError, match="session 's' is closed"):
+            await session.flush()
+        left_open = await store.create(session_id="t")
+    with pytest.raises(ClosedError):
+        await left_open.flush()
+
+
+# -- FaultyStore really faults every store ------------------------------------------------------
+
+
+async def test_faulty_store_fails_and_crashes_on_every_store(place: Place) -> None:
+    async with FaultyStore(place.store(), fail_at=1) as store:
+        session = await store.create(session_id="s")
+        say(session, "a")
+        await session.flush()  # write 0
+        say(session, "b")
+        with pytest.raises(StoreWriteError, match="write 1: injected write failure"):
+            await session.flush()
+        await session.flush()  # write 2 retries the batch
+        assert store.writes == 3
+    async with FaultyStore(place.store(), crash_at=1) as store:
+        session = await store.open("s")
+        say(session, "c")
+        await session.flush()  # write 0
+        say(session, "d")
+        with pytest.raises(StoreWriteError, match="write 1: simulated crash before") as caught:
+            await session.flush()
+        assert store.crashed and isinstance(caught.value.__cause__, SimulatedCrash)
+    # After the "crash" the store holds exactly what was written before it.
+    async with place.store() as store:
+        assert await texts(store, "s") == ["a", "b", "c"]
+
+
+# -- leases of gone owners; waiting for live ones -----------------------------------------------
+
+
+async def test_open_waits_for_a_live_writer_to_let_go(place: Place) -> None:
+    async with place.store() as first, place.store() as second:
+        holder = await first.create(session_id="s")
+        say(holder, "a")
+        # Without waiting, a live lease is refused at once; a short wait runs out.
+        with pytest.raises(SessionBusyError):
+            await second.open("s")
+        with pytest.raises(SessionBusyError):
+            await second.open("s", wait=0.1)
+        with pytest.raises(ValidationError, match="wait must be a number of seconds >= 0"):
+            await second.open("s", wait=-1)
+        # A waiting open returns once the holder closes; the holder closes only after the
+        # waiter was refused at least once (seen through the backend), so it really waited.
+        refused = anyio.Event()
+        acquire = second.backend.acquire_lease
+
+        async def watched(session_id: str, owner: str) -> None:
+            try:
+                await acquire(session_id, owner)
+            except SessionBusyError:
+                refused.set()
+                raise
+
+        second.backend.acquire_lease = watched  # type: ignore[method-assign]
+        opened: list[Session] = []
+        async with anyio.create_task_group() as tg:
+
+            async def wait_and_open() -> None:
+                opened.append(await second.open("s", wait=60))
+
+            tg.start_soon(wait_and_open)
+            await refused.wait()
+            await holder.aclose()
+        assert [e.type for e in opened[0].events()] == ["user/message"]
+        await opened[0].aclose()
+
+
+async def test_agent_resume_passes_wait_through(place: Place) -> None:
+    async with place.store() as first, place.store() as second:
+        holder = await first.create(session_id="s")
+        holder.append("turn/start", TurnStart(turn=1))
+        holder.append("turn/end", TurnEnd(turn=1, reason="completed"))
+        with pytest.raises(SessionBusyError):
+            await Agent.resume(second, "s", ScriptedModel([]), wait=0.05)
+        await holder.aclose()
+        agent = await Agent.resume(second, "s", ScriptedModel([]), wait=5)
+        assert agent.session.head == 1
+        await agent.session.aclose()
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    with fresh_schema() as name:
+        yield name
+
+
+@pytest.mark.postgres
+async def test_postgres_takes_over_a_dead_local_owners_lease_at_once(schema: str) -> None:
+    async with open_store(store_url(schema), lease_ttl=3600) as store:
+        await (await store.create(session_id="s")).aclose()
+        conn = await raw_connection()
+        try:
+            # A lease of a process of this host that is gone, an hour from expiring.
+            await conn.execute(
+                f'UPDATE "{schema}".sessions SET writer = $1, '
+                "lease_until = clock_timestamp() + interval '1 hour'",
+                HOST_DEAD_OWNER.format(host=socket.gethostname()),
+            )
+            session = await store.open("s")  # at once, no wait
+            await session.aclose()
+            # A live process of another host keeps its lease until it expires.
+            await conn.execute(
+                f'UPDATE "{schema}".sessions SET writer = $1, '
+                "lease_until = clock_timestamp() + interval '1 hour'",
+                "elsewhere:1:remote",
+            )
+            with pytest.raises(SessionBusyError, match="open for writing by elsewhere:1"):
+                await store.open("s")
+        finally:
+            await conn.close()
