@@ -12,7 +12,7 @@ Subclass :class:`StoreConformance` in a test module (the base class name does no
             return open_store(f"sqlite:///{self.path}")
 
         async def tamper_event(self, session_id: str, seq: int) -> None:
-            ...  # side door: flip one byte of the stored event's data
+            ...  # side door: the stored data becomes flip_a_letter(data)
 
 ``make_store`` returns a new, not yet entered store over the same stored data each time it is
 called, so a test can close one and open another to act out a restart.
@@ -43,7 +43,7 @@ from ..session import Session
 from ..stores.logstore import LogStore
 from ..vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
 
-__all__ = ("StoreConformance",)
+__all__ = ("StoreConformance", "flip_a_letter")
 
 
 class _Note(msgspec.Struct, frozen=True, kw_only=True):
@@ -64,6 +64,22 @@ def _turn(session: Session, turn: int, text: str = "hello") -> None:
 
 def _same(a: list[Event], b: list[Event]) -> None:
     assert [msgspec.to_builtins(e) for e in a] == [msgspec.to_builtins(e) for e in b]
+
+
+def flip_a_letter(data: bytes) -> bytes:
+    """``data`` (a stored event's JSON) with the case of the first letter of its first
+    ``"text"`` value flipped: still valid JSON that decodes to the same payload, a different
+    text, so only the hash chain can tell. (A flipped quote or brace fails as invalid JSON
+    instead, and a test would pass even with the chain unchecked.)
+
+    :raises ValueError: ``data`` has no ``"text"`` value starting with a letter.
+    """
+    at = data.find(b'"text":"') + len(b'"text":"')
+    if at < len(b'"text":"') or not data[at : at + 1].isalpha():
+        raise ValueError("no text value starting with a letter to flip")
+    flipped = data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1 :]
+    msgspec.json.decode(flipped)  # still valid JSON
+    return flipped
 
 
 @pytest.mark.anyio
@@ -298,7 +314,13 @@ class StoreConformance:
             _user(await store.create(session_id="other-untouched"), "fine")
         await self.tamper_event("s", 3)
         async with self.make_store() as store:
-            with pytest.raises(CorruptLogError, match=r"session 's', seq 3") as caught:
+            # The tampered row still decodes (read does not check the chain): only the hash
+            # chain can find it.
+            texts = [e.data.message.text async for e in store.read("s")]
+            assert texts[3] == "Message 3"
+            with pytest.raises(
+                CorruptLogError, match=r"session 's', seq 3: hash mismatch"
+            ) as caught:
                 await store.open("s")
             assert caught.value.seq == 3
             # Salvage opens read-only up to the last good event.
