@@ -3,7 +3,8 @@
 Each function takes the connection first and does all of one operation's statements, so an
 operation costs one thread hop. Write operations run inside ``BEGIN IMMEDIATE`` (the write lock
 is taken up front, so a transaction never fails half-way on a lock upgrade) and roll back on any
-error.
+error. Table names are written ``{p}sessions``: the connection
+(:class:`~._sqlite_schema.PrefixedConnection`) puts the store's ``table_prefix`` there.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ __all__ = (
 # waited after every row (a 10,800-row round took seconds, not 70 ms), so a round on the thread
 # is four statements however many rows and sessions it holds.
 _INSERT = (
-    "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
     "SELECT json_extract(j.value, '$[10]'), json_extract(j.value, '$[0]'), "
     "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), "
     "json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), "
@@ -58,23 +59,23 @@ _INSERT = (
 # head, owner]`` per session): a stale writer never writes into a session deleted and created
 # again meanwhile, whose head may well be the one it expects.
 _MOVE_HEADS = (
-    "UPDATE sessions SET head = j.value ->> 1 FROM json_each(?1) AS j "
-    "WHERE sessions.id = j.value ->> 0 AND sessions.head = j.value ->> 2 "
-    "AND sessions.writer = j.value ->> 3"
+    "UPDATE {p}sessions SET head = j.value ->> 1 FROM json_each(?1) AS j "
+    "WHERE {p}sessions.id = j.value ->> 0 AND {p}sessions.head = j.value ->> 2 "
+    "AND {p}sessions.writer = j.value ->> 3"
 )
 _INSERT_ROW = (
-    "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
 )
 _SELECT_ROWS = (
-    "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM events "
+    "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM {p}events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
 )
 # The same rows with every text column as its stored bytes: read when the text of a row is not
 # valid UTF-8 (sqlite3 then fails the whole fetch), to find that row and load the ones before.
 _SELECT_RAW_ROWS = (
     "SELECT seq, CAST(type AS BLOB), time, CAST(surface AS BLOB), CAST(sources AS BLOB), "
-    "ignorable, CAST(data AS BLOB), hash FROM events "
+    "ignorable, CAST(data AS BLOB), hash FROM {p}events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
 )
 T = TypeVar("T")
@@ -225,7 +226,7 @@ def _write_locked(
             # matches no row when another writer moved the head or holds the lease (or the
             # session is gone).
             moved = connection.execute(
-                "UPDATE sessions SET head = ? WHERE id = ? AND head = ? AND writer = ?",
+                "UPDATE {p}sessions SET head = ? WHERE id = ? AND head = ? AND writer = ?",
                 (rows[-1].seq, session_id, expected_head, owners.get(session_id, "")),
             )
             if moved.rowcount != 1:
@@ -247,7 +248,7 @@ def insert_session(
     try:
         try:
             connection.execute(
-                "INSERT INTO sessions (id, created_at, parent_id, fork_seq, metadata, head) "
+                "INSERT INTO {p}sessions (id, created_at, parent_id, fork_seq, metadata, head) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     record.id,
@@ -275,7 +276,7 @@ def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRe
     # about this session, not a driver error.
     found = connection.execute(
         "SELECT created_at, CAST(parent_id AS BLOB), fork_seq, CAST(metadata AS BLOB), head "
-        "FROM sessions WHERE id = ?",
+        "FROM {p}sessions WHERE id = ?",
         (session_id,),
     ).fetchone()
     if found is None:
@@ -326,7 +327,7 @@ def select_rows(
             raise
         raise _undecodable(connection, session_id, from_seq, count) from exc
     if not found:
-        exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
+        exists = connection.execute("SELECT 1 FROM {p}sessions WHERE id = ?", (session_id,))
         if exists.fetchone() is None:
             raise session_not_found(session_id)
     return [Row(s, t, tm, sf, src, ig == 1, d, h) for s, t, tm, sf, src, ig, d, h in found]
@@ -373,7 +374,9 @@ def poll_head(
     now = connection.execute("PRAGMA data_version").fetchone()[0]
     if now == version:
         return now, head
-    found = connection.execute("SELECT head FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    found = connection.execute(
+        "SELECT head FROM {p}sessions WHERE id = ?", (session_id,)
+    ).fetchone()
     return now, (None if found is None else found[0])
 
 
@@ -381,7 +384,7 @@ def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -
     connection.execute("BEGIN IMMEDIATE")
     try:
         found = connection.execute(
-            "SELECT writer FROM sessions WHERE id = ?", (session_id,)
+            "SELECT writer FROM {p}sessions WHERE id = ?", (session_id,)
         ).fetchone()
         if found is None:
             raise session_not_found(session_id)
@@ -392,7 +395,7 @@ def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -
                 session_id=session_id,
                 hint="close the other writer, or wait for its process to end",
             )
-        connection.execute("UPDATE sessions SET writer = ? WHERE id = ?", (owner, session_id))
+        connection.execute("UPDATE {p}sessions SET writer = ? WHERE id = ?", (owner, session_id))
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
@@ -401,7 +404,7 @@ def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -
 
 def release_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     connection.execute(
-        "UPDATE sessions SET writer = NULL WHERE id = ? AND writer = ?", (session_id, owner)
+        "UPDATE {p}sessions SET writer = NULL WHERE id = ? AND writer = ?", (session_id, owner)
     )
 
 
@@ -413,7 +416,7 @@ def delete_session(
     connection.execute("BEGIN IMMEDIATE")
     try:
         found = connection.execute(
-            "SELECT writer FROM sessions WHERE id = ?", (session_id,)
+            "SELECT writer FROM {p}sessions WHERE id = ?", (session_id,)
         ).fetchone()
         if found is None:
             raise session_not_found(session_id)
@@ -425,8 +428,8 @@ def delete_session(
                 hint="close the other writer first, or delete with force=True (it is then "
                 "fenced at its next write)",
             )
-        connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        connection.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+        connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
+        connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
@@ -439,8 +442,8 @@ def select_infos(
     found = connection.execute(
         "SELECT CAST(s.id AS BLOB), s.created_at, s.head, CAST(s.parent_id AS BLOB), "
         "s.fork_seq, CAST(s.metadata AS BLOB), "
-        "(SELECT e.time FROM events e WHERE e.session_id = s.id AND e.seq = s.head) "
-        "FROM sessions s WHERE ?1 IS NULL OR s.id > ?1 ORDER BY s.id LIMIT ?2",
+        "(SELECT e.time FROM {p}events e WHERE e.session_id = s.id AND e.seq = s.head) "
+        "FROM {p}sessions s WHERE ?1 IS NULL OR s.id > ?1 ORDER BY s.id LIMIT ?2",
         (after, limit),
     ).fetchall()
     return [_info(row) for row in found]

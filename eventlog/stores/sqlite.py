@@ -48,6 +48,7 @@ from ..writer import Batch, WriteDone
 from . import _sqlite_ops as ops
 from ._sqlite_schema import (
     SYNCHRONOUS,
+    check_table_prefix,
     connect_reader,
     connect_writer,
     prepare_schema,
@@ -60,7 +61,13 @@ __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
 
 T = TypeVar("T")
 #: The keyword options of :class:`SQLiteBackend` (``open_store`` refuses any other).
-SQLITE_OPTIONS = ("durability", "busy_timeout", "poll_interval", "inline_write_bytes")
+SQLITE_OPTIONS = (
+    "durability",
+    "busy_timeout",
+    "poll_interval",
+    "inline_write_bytes",
+    "table_prefix",
+)
 
 #: Rows per read hop: large enough that a load is a few hops, small enough to stream.
 _CHUNK = 1000
@@ -122,6 +129,11 @@ class SQLiteBackend:
     :param inline_write_bytes: a write round of at most this many payload bytes runs on the
         event loop's thread (no thread hop; the loop waits for that commit); ``0`` sends every
         round to the writer thread.
+    :param table_prefix: put before each table name (``meta``, ``sessions``, ``events``), so
+        the store can live in a file whose application has tables of those names: a letter
+        followed by up to 31 letters, digits or underscores; empty by default. Without it, a
+        file holding another application's tables of those names is refused on start
+        (``UnsupportedFormatError``), before anything is created.
     :raises ValidationError: an option is out of range.
     """
 
@@ -133,6 +145,7 @@ class SQLiteBackend:
         busy_timeout: float = 30.0,
         poll_interval: float = 0.05,
         inline_write_bytes: int = 256 * 1024,
+        table_prefix: str = "",
     ) -> None:
         if durability not in SYNCHRONOUS:
             raise ValidationError(
@@ -150,6 +163,7 @@ class SQLiteBackend:
                 f"inline_write_bytes must be a whole number of bytes >= 0, got "
                 f"{inline_write_bytes!r}"
             )
+        self.table_prefix = check_table_prefix(table_prefix)
         self.path = path
         self.durability = durability
         self._inline_write_bytes = inline_write_bytes
@@ -158,7 +172,11 @@ class SQLiteBackend:
         # The writer connection itself waits for no lock: calls on its thread wait through
         # `ops.waiting_for_lock`, the on-loop write never waits (see `start_write`).
         connect = partial(
-            connect_writer, path, synchronous=SYNCHRONOUS[durability], busy_timeout=busy_timeout
+            connect_writer,
+            path,
+            synchronous=SYNCHRONOUS[durability],
+            busy_timeout=busy_timeout,
+            prefix=self.table_prefix,
         )
         self._writer = SQLiteWorker(connect, "eventlog-sqlite-writer")
         self._busy_timeout = busy_timeout
@@ -185,7 +203,9 @@ class SQLiteBackend:
             with _translated(self.path, "opening the database", write=True):
                 await self._writer.start()
                 await self._call_writer(prepare_schema, self.path)
-                self._reader = connect_reader(self.path, busy_timeout=self._busy_timeout)
+                self._reader = connect_reader(
+                    self.path, busy_timeout=self._busy_timeout, prefix=self.table_prefix
+                )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close()
