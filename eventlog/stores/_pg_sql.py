@@ -121,7 +121,6 @@ class Statements:
     schema: str
     channel: str
     setup_lock: str
-    has_meta: str
     create_schema: str
     create_tables: str
     read_version: str
@@ -155,7 +154,6 @@ class Statements:
             setup_lock=(
                 f"SELECT pg_advisory_xact_lock(hashtext({_lit('eventlog setup ' + schema)}))"
             ),
-            has_meta=f"SELECT to_regclass({_lit(s + '.meta')}) IS NOT NULL",
             create_schema=f"CREATE SCHEMA IF NOT EXISTS {s}",
             create_tables=_TABLES.format(s=s),
             read_version=f"SELECT max(format_version) FROM {s}.meta",
@@ -229,14 +227,70 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+#: The columns of each table: a table of that name without them is another application's.
+_COLUMNS = {
+    "meta": {"format_version"},
+    "sessions": {
+        "id",
+        "created_at",
+        "parent_id",
+        "fork_seq",
+        "metadata",
+        "head",
+        "writer",
+        "lease_until",
+    },
+    "events": {
+        "session_id",
+        "seq",
+        "type",
+        "time",
+        "surface",
+        "sources",
+        "ignorable",
+        "data",
+        "hash",
+    },
+}
+_TABLE_COLUMNS = """
+SELECT table_name::text, array_agg(column_name::text)
+  FROM information_schema.columns
+ WHERE table_schema = $1 AND table_name = ANY($2::text[])
+ GROUP BY table_name
+"""
+
+
+async def _check_tables(conn: Any, sql: Statements, store: str) -> bool:
+    """Whether eventlog's tables exist in the schema (False: none of them does).
+
+    :raises UnsupportedFormatError: a table of eventlog's names is another application's, or
+        only some exist.
+    """
+    found = {
+        name: _COLUMNS[name] <= set(columns)
+        for name, columns in await conn.fetch(_TABLE_COLUMNS, sql.schema, list(_COLUMNS))
+    }
+    if not found:
+        return False
+    if len(found) < len(_COLUMNS) or not all(found.values()):
+        raise UnsupportedFormatError(
+            f"postgresql store {store!r}: schema {sql.schema!r} already holds table(s) "
+            f"{', '.join(sorted(found))} that are not eventlog's; nothing was created",
+            hint="give the store a schema of its own with schema= (or ?schema= in the URL)",
+        )
+    return True
+
+
 async def setup_schema(conn: Any, sql: Statements, store: str) -> None:
     """Create the schema on first use, or check its format version; one host at a time.
 
-    :raises UnsupportedFormatError: the stored format version is newer than this library's.
+    :raises UnsupportedFormatError: the stored format version is newer than this library's,
+        or the schema holds another application's tables of eventlog's names (nothing is
+        created then).
     """
     async with conn.transaction():
         await conn.execute(sql.setup_lock)
-        if not await conn.fetchval(sql.has_meta):
+        if not await _check_tables(conn, sql, store):
             if not await conn.fetchval(
                 "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", sql.schema
             ):

@@ -60,7 +60,7 @@ _TABLES = (
 )
 
 
-#: The columns of each table, in order: a table of that name with other columns is not ours.
+#: The columns of each table: a table of that name without them is not ours.
 _COLUMNS = {
     "meta": ("format_version",),
     "sessions": ("id", "created_at", "parent_id", "fork_seq", "metadata", "head", "writer"),
@@ -194,7 +194,8 @@ def _ours(connection: sqlite3.Connection, path: str) -> bool:
         table = prefix + name
         info = connection.execute(f'PRAGMA table_info("{table}")').fetchall()
         if info:
-            found[table] = tuple(row[1] for row in info) == columns
+            # Every column of ours (a later format may add some: its version says so).
+            found[table] = set(columns) <= {row[1] for row in info}
     if not found:
         return False
     version = None
