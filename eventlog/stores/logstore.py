@@ -207,6 +207,17 @@ class LogStore:
             head = len(loader.events) - 1
             if fault is None and head < record.head:
                 fault = _missing(sid, head, record.head)
+            if fault is None and head > record.head:
+                # Read again now: a live writer may have moved the head on meanwhile (a head
+                # only grows); still behind the events, it was altered. Salvage keeps the
+                # events up to the stored head, the prefix before the first seq in doubt.
+                record = await self.backend.get_session(sid)
+                if head > record.head:
+                    try:
+                        _check_head(sid, head, record.head)
+                    except CorruptLogError as exc:
+                        fault = exc
+                    loader, _ = await self._load(sid, salvage=True, limit=record.head + 1)
             session = self._wrap(
                 sid, loader.events, loader.last_hash, loader.surface, record, read_only=True
             )
@@ -280,14 +291,17 @@ class LogStore:
         if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
 
-    async def _load(self, sid: str, *, salvage: bool) -> tuple[LogLoader, EventLogError | None]:
-        """Decode, verify and fold a stored log (see :meth:`Store.open`).
+    async def _load(
+        self, sid: str, *, salvage: bool, limit: int | None = None
+    ) -> tuple[LogLoader, EventLogError | None]:
+        """Decode, verify and fold a stored log (see :meth:`Store.open`), at most ``limit``
+        events of it.
 
         With ``salvage`` the error that stopped loading is returned instead of raised.
         """
         loader = LogLoader(self.types, sid)
         try:
-            async for chunk in self.backend.read_rows(sid, 0, None):
+            async for chunk in self.backend.read_rows(sid, 0, limit):
                 loader.feed(chunk)
         except CorruptLogError as exc:
             if not salvage:
