@@ -40,11 +40,15 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "integrity.md"
 LAST = 8
 
 
-def say(session: Session, text: str, **envelope: object) -> None:
-    surface = envelope.pop("surface", APPEND)
+def say(
+    session: Session, text: str, surface: Replace | None = None, sources: tuple[int, ...] = ()
+) -> None:
     session.append(
-        "user/message", UserMessage(message=Message.user(text)), surface=surface, **envelope
-    )  # type: ignore[arg-type]
+        "user/message",
+        UserMessage(message=Message.user(text)),
+        surface=APPEND if surface is None else surface,
+        sources=sources,
+    )
 
 
 async def write_log(path: Path) -> None:
