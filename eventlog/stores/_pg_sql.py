@@ -17,6 +17,7 @@ from typing import Any
 
 from ..codec import FORMAT_VERSION
 from ..errors import UnsupportedFormatError
+from .base import TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
 
@@ -227,31 +228,8 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-#: The columns of each table: a table of that name without them is another application's.
-_COLUMNS = {
-    "meta": {"format_version"},
-    "sessions": {
-        "id",
-        "created_at",
-        "parent_id",
-        "fork_seq",
-        "metadata",
-        "head",
-        "writer",
-        "lease_until",
-    },
-    "events": {
-        "session_id",
-        "seq",
-        "type",
-        "time",
-        "surface",
-        "sources",
-        "ignorable",
-        "data",
-        "hash",
-    },
-}
+#: The columns of each table (the sessions table also holds the lease's expiry).
+_COLUMNS = {**TABLE_COLUMNS, "sessions": TABLE_COLUMNS["sessions"] | {"lease_until"}}
 _TABLE_COLUMNS = """
 SELECT table_name::text, array_agg(column_name::text)
   FROM information_schema.columns

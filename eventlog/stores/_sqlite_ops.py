@@ -20,7 +20,7 @@ from ..errors import CorruptLogError, SessionBusyError, SessionExistsError
 from ..writer import Batch
 from ._owners import owner_alive
 from ._sqlite_schema import rollback
-from .base import SessionInfo, SessionRecord, session_not_found
+from .base import SessionInfo, SessionRecord, delete_refused, session_not_found
 
 __all__ = (
     "acquire_lease",
@@ -422,12 +422,7 @@ def delete_session(
             raise session_not_found(session_id)
         holder = found[0]
         if not force and holder is not None and holder != owner and owner_alive(holder):
-            raise SessionBusyError(
-                f"session {session_id!r} is open for writing by {holder}; not deleted",
-                session_id=session_id,
-                hint="close the other writer first, or delete with force=True (it is then "
-                "fenced at its next write)",
-            )
+            raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
         connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
         connection.execute("COMMIT")

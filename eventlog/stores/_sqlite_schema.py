@@ -19,6 +19,7 @@ from typing import Any
 
 from ..codec import FORMAT_VERSION
 from ..errors import UnsupportedFormatError, ValidationError
+from .base import TABLE_COLUMNS
 
 __all__ = (
     "SYNCHRONOUS",
@@ -60,22 +61,6 @@ _TABLES = (
 )
 
 
-#: The columns of each table: a table of that name without them is not ours.
-_COLUMNS = {
-    "meta": ("format_version",),
-    "sessions": ("id", "created_at", "parent_id", "fork_seq", "metadata", "head", "writer"),
-    "events": (
-        "session_id",
-        "seq",
-        "type",
-        "time",
-        "surface",
-        "sources",
-        "ignorable",
-        "data",
-        "hash",
-    ),
-}
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 
 
@@ -190,16 +175,16 @@ def _ours(connection: sqlite3.Connection, path: str) -> bool:
     """
     prefix = getattr(connection, "prefix", "")
     found = {}
-    for name, columns in _COLUMNS.items():
+    for name, columns in TABLE_COLUMNS.items():
         table = prefix + name
         info = connection.execute(f'PRAGMA table_info("{table}")').fetchall()
         if info:
             # Every column of ours (a later format may add some: its version says so).
-            found[table] = set(columns) <= {row[1] for row in info}
+            found[table] = columns <= {row[1] for row in info}
     if not found:
         return False
     version = None
-    if all(found.values()) and len(found) == len(_COLUMNS):
+    if all(found.values()) and len(found) == len(TABLE_COLUMNS):
         version = connection.execute("SELECT format_version FROM {p}meta").fetchall()
     if not version:
         foreign = ", ".join(sorted(found))

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from ..codec import Row
-from ..errors import SessionNotFoundError
+from ..errors import SessionBusyError, SessionNotFoundError
 from ..event import Event
 from ..session import Session
 from ..writer import Batch
@@ -24,15 +24,39 @@ __all__ = (
     "Backend",
     "SessionInfo",
     "SessionRecord",
+    "TABLE_COLUMNS",
     "Store",
+    "delete_refused",
     "rows_in_chunks",
     "session_not_found",
 )
+
+#: The columns every SQL backend's tables have (DESIGN §5). A table of one of these names
+#: without them is another application's, and is refused before anything is created.
+TABLE_COLUMNS: dict[str, frozenset[str]] = {
+    "meta": frozenset({"format_version"}),
+    "sessions": frozenset(
+        {"id", "created_at", "parent_id", "fork_seq", "metadata", "head", "writer"}
+    ),
+    "events": frozenset(
+        {"session_id", "seq", "type", "time", "surface", "sources", "ignorable", "data", "hash"}
+    ),
+}
 
 
 def session_not_found(session_id: str) -> SessionNotFoundError:
     """The one error every backend raises for a missing session (its text is asserted)."""
     return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
+
+
+def delete_refused(session_id: str, holder: str) -> SessionBusyError:
+    """The one error every backend raises when ``delete`` meets another live writer's lease."""
+    return SessionBusyError(
+        f"session {session_id!r} is open for writing by {holder}; not deleted",
+        session_id=session_id,
+        hint="close the other writer first, or delete with force=True (it is then fenced at "
+        "its next write)",
+    )
 
 
 async def rows_in_chunks(

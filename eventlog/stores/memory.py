@@ -16,7 +16,7 @@ from ..codec import Row
 from ..errors import SessionBusyError, SessionExistsError
 from ..writer import Batch
 from ._owners import owner_alive
-from .base import SessionInfo, SessionRecord, session_not_found
+from .base import SessionInfo, SessionRecord, delete_refused, session_not_found
 
 __all__ = ("MemoryBackend", "MemoryData")
 
@@ -138,12 +138,7 @@ class MemoryBackend:
         await self.get_session(session_id)
         holder = self.data.leases.get(session_id)
         if not force and holder is not None and holder != owner and owner_alive(holder):
-            raise SessionBusyError(
-                f"session {session_id!r} is open for writing by {holder}; not deleted",
-                session_id=session_id,
-                hint="close the other writer first, or delete with force=True (it is then "
-                "fenced at its next write)",
-            )
+            raise delete_refused(session_id, holder)
         del self.data.records[session_id]
         self.data.rows.pop(session_id, None)
         self.data.leases.pop(session_id, None)

@@ -40,7 +40,6 @@ from ..codec import Row
 from ..errors import (
     ClosedError,
     CorruptLogError,
-    SessionBusyError,
     SessionExistsError,
     ValidationError,
 )
@@ -50,7 +49,13 @@ from ._pg_errors import DRIVER_ERRORS, translate
 from ._pg_leases import Leases
 from ._pg_listen import Listener, Notifier
 from ._pg_sql import Statements, setup_schema
-from .base import SessionInfo, SessionRecord, rows_in_chunks, session_not_found
+from .base import (
+    SessionInfo,
+    SessionRecord,
+    delete_refused,
+    rows_in_chunks,
+    session_not_found,
+)
 
 __all__ = ("PostgresBackend",)
 
@@ -296,12 +301,7 @@ class PostgresBackend:
                 writer, remaining = holder
                 if not force and writer is not None and writer != owner:
                     if remaining is not None and remaining > 0 and owner_alive(writer):
-                        raise SessionBusyError(
-                            f"session {session_id!r} is open for writing by {writer}; not deleted",
-                            session_id=session_id,
-                            hint="close the other writer first, or delete with force=True "
-                            "(it is then fenced at its next write)",
-                        )
+                        raise delete_refused(session_id, writer)
                 deleted = await conn.fetchval(
                     self._sql.delete_session, session_id, self._sql.channel
                 )
