@@ -43,11 +43,16 @@ __all__ = (
 # statement is a round trip for the GIL (released while SQLite works, taken back after), and
 # the writer thread waits long for the GIL while the event loop is busy: with `executemany` it
 # waited after every row (a 10,800-row round took seconds, not 70 ms), so a round on the thread
-# is four statements however many rows and sessions it holds.
+# is four statements however many rows and sessions it holds. JSON has one number type: an
+# integer column gets its value only when it is a JSON integer (in SQLite's 64-bit range),
+# otherwise NULL, which the NOT NULL column refuses: the round fails instead of storing a REAL.
+# (The writer never hands a backend such a row; this keeps the file exact if one came.)
 _INSERT = (
     "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
-    "SELECT json_extract(j.value, '$[10]'), json_extract(j.value, '$[0]'), "
-    "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), "
+    "SELECT json_extract(j.value, '$[10]'), "
+    "iif(typeof(json_extract(j.value, '$[0]')) = 'integer', json_extract(j.value, '$[0]'), NULL), "
+    "json_extract(j.value, '$[1]'), "
+    "iif(typeof(json_extract(j.value, '$[2]')) = 'integer', json_extract(j.value, '$[2]'), NULL), "
     "json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), "
     "json_extract(j.value, '$[5]'), "
     "CAST(substr(?2, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "

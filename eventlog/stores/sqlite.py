@@ -116,6 +116,11 @@ def _translated(
         if write:
             raise StoreWriteError(message, session_id=session_id) from exc
         raise EventLogError(message, session_id=session_id) from exc
+    except OverflowError as exc:  # a Python int beyond SQLite's 64 bits, bound as a parameter
+        message = f"SQLite database {path}: {action} failed: {exc}"
+        if write:
+            raise StoreWriteError(message, session_id=session_id) from exc
+        raise EventLogError(message, session_id=session_id) from exc
 
 
 class SQLiteBackend:
