@@ -68,12 +68,12 @@ _ACTIVE_WINDOW = 0.05
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _unstorable(row: Row) -> str | None:
-    """Why a store could not hold ``row`` exactly, or ``None`` (its integer columns)."""
+def _unstorable(row: Row) -> str:
+    """Why a store cannot hold ``row`` exactly (one of its integer columns is out of range)."""
     for name, value in (("seq", row.seq), ("time", row.time)):
         if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
             return f"{name} {value!r} is not a 64-bit integer"
-    return None
+    return "an integer column is out of range"
 
 
 class _Round:
@@ -332,9 +332,15 @@ class Writer:
                     event.ignorable,
                     data,
                 )
-                why = _unstorable(row)
-                if why is not None:
-                    self._refuse(session, row, why, items[i:])
+                # Checked here, once per row, so no backend ever sees such a row.
+                seq, stamp = row.seq, row.time
+                if (
+                    type(seq) is not int
+                    or type(stamp) is not int
+                    or not _INT64_MIN <= seq <= _INT64_MAX
+                    or not _INT64_MIN <= stamp <= _INT64_MAX
+                ):
+                    self._refuse(session, row, _unstorable(row), items[i:])
                     break
                 rows.append(row)
                 prev = row.hash

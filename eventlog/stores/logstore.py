@@ -206,17 +206,14 @@ class LogStore:
             loader, fault = await self._load(sid, salvage=True)
             head = len(loader.events) - 1
             if fault is None and head < record.head:
-                fault = _missing(sid, head, record.head)
+                fault = _head_fault(sid, head, record.head)
             if fault is None and head > record.head:
                 # Read again now: a live writer may have moved the head on meanwhile (a head
                 # only grows); still behind the events, it was altered. Salvage keeps the
                 # events up to the stored head, the prefix before the first seq in doubt.
                 record = await self.backend.get_session(sid)
-                if head > record.head:
-                    try:
-                        _check_head(sid, head, record.head)
-                    except CorruptLogError as exc:
-                        fault = exc
+                fault = _head_fault(sid, head, record.head)
+                if fault is not None:
                     loader, _ = await self._load(sid, salvage=True, limit=record.head + 1)
             session = self._wrap(
                 sid, loader.events, loader.last_hash, loader.surface, record, read_only=True
@@ -228,7 +225,9 @@ class LogStore:
             # Read under the lease: no other live writer moves the head meanwhile.
             record = await self.backend.get_session(sid)
             loader, _ = await self._load(sid, salvage=False)
-            _check_head(sid, len(loader.events) - 1, record.head)
+            fault = _head_fault(sid, len(loader.events) - 1, record.head)
+            if fault is not None:
+                raise fault
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
@@ -402,33 +401,28 @@ class LogStore:
         await self.backend.delete_session(sid, self._owner, force=force)
 
 
-def _missing(sid: str, loaded: int, head: int) -> CorruptLogError:
-    return CorruptLogError(
-        f"session {sid!r}, seq {loaded + 1}: the stored head is {head} but the events from "
-        f"seq {loaded + 1} are missing",
-        session_id=sid,
-        seq=loaded + 1,
-        hint="rows were deleted or damaged outside eventlog; open with salvage=True to read "
-        "the events before them",
-    )
-
-
-def _check_head(sid: str, loaded: int, head: int) -> None:
-    """Refuse a log whose loaded events disagree with the session's stored head.
-
-    :raises CorruptLogError: naming the first seq in doubt.
-    """
+def _head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:
+    """The error when the loaded events (up to seq ``loaded``) do not end at the session's
+    stored ``head``, naming the first seq in doubt; ``None`` when they do."""
     if loaded < head:
-        raise _missing(sid, loaded, head)
+        return CorruptLogError(
+            f"session {sid!r}, seq {loaded + 1}: the stored head is {head} but the events from "
+            f"seq {loaded + 1} are missing",
+            session_id=sid,
+            seq=loaded + 1,
+            hint="rows were deleted or damaged outside eventlog; open with salvage=True to "
+            "read the events before them",
+        )
     if loaded > head:
-        raise CorruptLogError(
+        return CorruptLogError(
             f"session {sid!r}, seq {head + 1}: the stored head is {head} but events up to "
             f"seq {loaded} are stored: the head was altered",
             session_id=sid,
             seq=head + 1,
             hint="the sessions row was altered outside eventlog; open with salvage=True to "
-            "read the events",
+            "read the events up to the stored head",
         )
+    return None
 
 
 def _open_turn_at(rows: Sequence[Row]) -> int | None:
