@@ -271,6 +271,13 @@ async def test_the_writer_column_is_a_lease_not_data(tmp_path: Path) -> None:
             await store.open("s")
         # Reading needs no lease.
         assert (await store.open("s", salvage=True)).salvage_fault is None
+    # Bytes that are not UTF-8 are shown escaped, and count as a writer elsewhere too.
+    sql(path, "UPDATE sessions SET writer = CAST(x'67ff' AS TEXT) WHERE id = 's'")
+    async with open_store(f"sqlite:///{path}") as store:
+        with pytest.raises(SessionBusyError, match=r"open for writing by g\\xff"):
+            await store.open("s")
+        with pytest.raises(SessionBusyError, match="not deleted"):
+            await store.delete("s")
     assert "`sessions.writer`" in DOCS.read_text()
 
 

@@ -385,15 +385,21 @@ def poll_head(
     return now, (None if found is None else found[0])
 
 
+def _holder(raw: bytes | None) -> str | None:
+    """The lease holder's token; damaged bytes are kept visible (and name no live process of
+    this host, so the lease counts as held elsewhere)."""
+    return None if raw is None else bytes(raw).decode(errors="backslashreplace")
+
+
 def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     connection.execute("BEGIN IMMEDIATE")
     try:
         found = connection.execute(
-            "SELECT writer FROM {p}sessions WHERE id = ?", (session_id,)
+            "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?", (session_id,)
         ).fetchone()
         if found is None:
             raise session_not_found(session_id)
-        holder = found[0]
+        holder = _holder(found[0])
         if holder is not None and holder != owner and owner_alive(holder):
             raise SessionBusyError(
                 f"session {session_id!r} is open for writing by {holder}",
@@ -421,11 +427,11 @@ def delete_session(
     connection.execute("BEGIN IMMEDIATE")
     try:
         found = connection.execute(
-            "SELECT writer FROM {p}sessions WHERE id = ?", (session_id,)
+            "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?", (session_id,)
         ).fetchone()
         if found is None:
             raise session_not_found(session_id)
-        holder = found[0]
+        holder = _holder(found[0])
         if not force and holder is not None and holder != owner and owner_alive(holder):
             raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
