@@ -339,3 +339,18 @@ async def test_sqlite_refuses_an_unstorable_row_that_reaches_it(tmp_path: Path, 
         assert conn.execute("SELECT count(*) FROM events").fetchone() == (0,)
         assert conn.execute("SELECT head FROM sessions").fetchone() == (-1,)
     conn.close()
+
+
+@pytest.mark.postgres
+async def test_postgres_refuses_an_unstorable_row_that_reaches_it(schema: str) -> None:
+    """Below the writer's check, PostgreSQL's round fails with ``StoreWriteError`` too, and
+    the store keeps working."""
+    async with open_store(store_url(schema)) as store:
+        session = await store.create(session_id="s")
+        row = make_row(b"", 0, "turn/start", 2**63, None, (), False, b'{"turn":1}')
+        with pytest.raises(StoreWriteError):
+            await store.backend.write([Batch("s", -1, [row])])
+        # Nothing was written, and the next round (a good one) goes through.
+        say(session, "fine")
+        await session.flush()
+        assert await texts(store, "s") == ["fine"]

@@ -197,10 +197,7 @@ class LogStore:
     async def open(self, session_id: str, *, salvage: bool = False, wait: float = 0.0) -> Session:
         self._check_open()
         sid = validate_session_id(session_id)
-        if not isinstance(wait, int | float) or isinstance(wait, bool) or not 0 <= wait < math.inf:
-            raise ValidationError(
-                f"wait must be a number of seconds >= 0, got {wait!r}", session_id=sid
-            )
+        wait = _seconds(wait, sid)
         if salvage:
             record = await self.backend.get_session(sid)
             loader, fault = await self._load(sid, salvage=True)
@@ -393,12 +390,29 @@ class LogStore:
     async def delete(self, session_id: str, *, force: bool = False) -> None:
         self._check_open()
         sid = validate_session_id(session_id)
+        if not isinstance(force, bool):
+            raise ValidationError(f"force must be True or False, got {force!r}", session_id=sid)
         if sid in self._open:
             raise SessionBusyError(
                 f"session {sid!r} is open for writing in this store; close it before deleting",
                 session_id=sid,
             )
         await self.backend.delete_session(sid, self._owner, force=force)
+
+
+def _seconds(wait: object, sid: str) -> float:
+    """``open``'s ``wait``, checked.
+
+    :raises ValidationError: not a finite number of seconds >= 0.
+    """
+    try:
+        if isinstance(wait, int | float) and not isinstance(wait, bool):
+            seconds = float(wait)
+            if 0 <= seconds < math.inf:
+                return seconds
+    except OverflowError:
+        pass
+    raise ValidationError(f"wait must be a number of seconds >= 0, got {wait!r}", session_id=sid)
 
 
 def _head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:
