@@ -156,6 +156,7 @@ DETECTED: list[tuple[str, Callable[[Path], None], int]] = [
     ("events.data", lambda p: set_bytes(p, "data", 7, flip_a_letter(blob(p, "data", 7))), 7),
     ("events.hash", flip_hash, 4),
     ("events.hash-null-bytes", statement("UPDATE events SET hash = x'' WHERE seq = 4"), 4),
+    ("events.hash-text", statement("UPDATE events SET hash = 'digest' WHERE seq = 4"), 4),
     ("events.type-utf8", bad_utf8("type", 3), 3),
     ("events.surface-utf8", bad_utf8("surface", 7), 7),
     ("events.sources-utf8", bad_utf8("sources", 5), 5),
