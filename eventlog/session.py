@@ -358,7 +358,9 @@ class Session:
         """Flush, then release the writer lease; further appends raise ``ClosedError``.
 
         Shielded from cancellation; idempotent. If the flush fails the session stays open
-        (nothing is dropped) and the error propagates, so the caller can retry.
+        (nothing is dropped) and the error propagates, so the caller can retry. Closing the
+        store closes it regardless: its unwritten events are then discarded and its lease
+        released (see ``Store.aclose``).
 
         :raises StoreWriteError: the final flush failed.
         """
