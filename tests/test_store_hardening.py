@@ -272,12 +272,33 @@ async def test_agent_resume_passes_wait_through(place: Place) -> None:
         holder = await first.create(session_id="s")
         holder.append("turn/start", TurnStart(turn=1))
         holder.append("turn/end", TurnEnd(turn=1, reason="completed"))
+        # A short wait runs out while the holder lives.
         with pytest.raises(SessionBusyError):
             await Agent.resume(second, "s", ScriptedModel([]), wait=0.05)
-        await holder.aclose()
-        agent = await Agent.resume(second, "s", ScriptedModel([]), wait=5)
-        assert agent.session.head == 1
-        await agent.session.aclose()
+        # A long one returns once the holder closes, which happens only after the waiting
+        # resume was refused at least once (seen through the backend): it really waited.
+        refused = anyio.Event()
+        acquire = second.backend.acquire_lease
+
+        async def watched(session_id: str, owner: str) -> None:
+            try:
+                await acquire(session_id, owner)
+            except SessionBusyError:
+                refused.set()
+                raise
+
+        second.backend.acquire_lease = watched  # type: ignore[method-assign]
+        agents: list[Agent] = []
+        async with anyio.create_task_group() as tg:
+
+            async def resume() -> None:
+                agents.append(await Agent.resume(second, "s", ScriptedModel([]), wait=60))
+
+            tg.start_soon(resume)
+            await refused.wait()
+            await holder.aclose()
+        assert agents[0].session.head == 1
+        await agents[0].session.aclose()
 
 
 @pytest.fixture
