@@ -134,16 +134,20 @@ class Agent:
         session_id: str,
         model: Model,
         tools: Iterable[Tool] = (),
+        *,
+        wait: float = 0.0,
         **options: Any,
     ) -> Agent:
         """Open ``session_id``, repair what a crash left open, and return its agent.
 
         Turn numbering continues after the last turn; a pending inbox stays pending.
 
+        :param wait: seconds to wait for another live writer to let the session go (passed to
+            :meth:`Store.open`); a crashed writer's lease is taken over at once regardless.
         :raises SessionNotFoundError: no such session.
-        :raises SessionBusyError: another live writer holds the session.
+        :raises SessionBusyError: another live writer holds the session (still, after ``wait``).
         """
-        session = await store.open(session_id)
+        session = await store.open(session_id, wait=wait)
         try:
             report = await repair(session)
         except BaseException:

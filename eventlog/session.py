@@ -17,7 +17,6 @@ import anyio
 from .codec import encode_payload
 from .errors import (
     ClosedError,
-    ConflictError,
     EventLogError,
     ReentrancyError,
     UnknownEventTypeError,
@@ -116,7 +115,7 @@ class Session:
         self._surface = surface if surface is not None else SurfaceIndex()
         self._observers: list[Observer] = []
         self._notifying = False
-        self._fenced: ConflictError | None = None
+        self._fenced: EventLogError | None = None
         self._closed = False
         # True whenever append must refuse (notifying, fenced, closed, read-only): one check on
         # the hot path; _check_writable says why.
@@ -142,7 +141,9 @@ class Session:
 
     @property
     def fenced(self) -> bool:
-        """True once another writer advanced the stored log under this session."""
+        """True once the session can no longer write: another writer advanced the stored log
+        or took the lease (``ConflictError``), or an event could not be stored
+        (``StoreWriteError``)."""
         return self._fenced is not None
 
     # -- commit --------------------------------------------------------------------------------
@@ -344,7 +345,10 @@ class Session:
 
         :raises StoreWriteError: the write failed; the events stay queued for the next flush.
         :raises ConflictError: another writer advanced the stored log (the session is fenced).
+        :raises ClosedError: the session (or its store) was closed.
         """
+        if self._closed:
+            raise ClosedError(f"session {self.id!r} is closed", session_id=self.id)
         if self._writer is None or self._durable >= self.head:
             self.raise_if_fenced()
             return
@@ -354,7 +358,9 @@ class Session:
         """Flush, then release the writer lease; further appends raise ``ClosedError``.
 
         Shielded from cancellation; idempotent. If the flush fails the session stays open
-        (nothing is dropped) and the error propagates, so the caller can retry.
+        (nothing is dropped) and the error propagates, so the caller can retry. Closing the
+        store closes it regardless: its unwritten events are then discarded and its lease
+        released (see ``Store.aclose``).
 
         :raises StoreWriteError: the final flush failed.
         """
@@ -367,6 +373,15 @@ class Session:
             self._blocked = True
             if self._release is not None:
                 await self._release(self)
+
+    def close_unflushed(self) -> None:
+        """Close without writing (the store closes while its writes fail): the events after
+        ``durable`` are dropped from the write queue; appends and flushes raise ``ClosedError``.
+        The caller releases the lease."""
+        self._closed = True
+        self._blocked = True
+        if self._writer is not None:
+            self._writer.forget(self)
 
     async def __aenter__(self) -> Session:
         return self
@@ -410,15 +425,15 @@ class Session:
         if seq > self._durable:
             self._durable = seq
 
-    def fence(self, error: ConflictError) -> None:
+    def fence(self, error: EventLogError) -> None:
         """Fence the session: every later append or flush raises ``error`` (writer only)."""
         self._fenced = error
         self._blocked = True
 
     def raise_if_fenced(self) -> None:
-        """Raise the fencing :class:`ConflictError`, if any."""
+        """Raise (a fresh copy of) the error that fenced the session, if any."""
         if self._fenced is not None:
-            raise ConflictError(
+            raise type(self._fenced)(
                 self._fenced.message,
                 session_id=self.id,
                 seq=self._fenced.seq,

@@ -8,6 +8,11 @@ guaranteed to cover every event committed before the call.
 Failure keeps the batch at the front of the queue: nothing committed is dropped, ``flush()``
 raises :class:`StoreWriteError` and the next round retries. A conflict (the stored tail moved
 under a session) fences that session only; the other sessions of the round are still written.
+
+A row no store can hold (an integer column outside 64 bits: SQLite would fail the whole round
+or store it as REAL, PostgreSQL would fail the round) never reaches a backend: its session's
+rows before it are written with the round, and the session is fenced with a
+:class:`StoreWriteError` naming the seq; the other sessions of the round are not affected.
 """
 
 from __future__ import annotations
@@ -59,6 +64,16 @@ StartWrite = Callable[[Sequence[Batch], WriteDone, bool], None]
 #: Seconds since its last commit during which another session counts as active (its commits
 #: would join the next round, so a round is not written in place then).
 _ACTIVE_WINDOW = 0.05
+#: The range of the stores' integer columns (SQLite INTEGER, PostgreSQL bigint).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _unstorable(row: Row) -> str:
+    """Why a store cannot hold ``row`` exactly (one of its integer columns is out of range)."""
+    for name, value in (("seq", row.seq), ("time", row.time)):
+        if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+            return f"{name} {value!r} is not a 64-bit integer"
+    return "an integer column is out of range"
 
 
 class _Round:
@@ -306,7 +321,7 @@ class Writer:
         for session, items in pending.items():
             prev = session.chain_hash
             rows = taken.setdefault(session, [])
-            for event, data in items:
+            for i, (event, data) in enumerate(items):
                 row = make_row(
                     prev,
                     event.seq,
@@ -317,10 +332,37 @@ class Writer:
                     event.ignorable,
                     data,
                 )
+                # Checked here, once per row, so no backend ever sees such a row.
+                seq, stamp = row.seq, row.time
+                if (
+                    type(seq) is not int
+                    or type(stamp) is not int
+                    or not _INT64_MIN <= seq <= _INT64_MAX
+                    or not _INT64_MIN <= stamp <= _INT64_MAX
+                ):
+                    self._refuse(session, row, _unstorable(row), items[i:])
+                    break
                 rows.append(row)
                 prev = row.hash
             session.chain_hash = prev
+            if not rows:
+                del taken[session]
         return taken
+
+    def _refuse(
+        self, session: Session, row: Row, why: str, dropped: list[tuple[Event, bytes]]
+    ) -> None:
+        """Fence ``session`` at a row no store can hold; its rows before it are still written."""
+        self.pending_bytes -= sum(len(data) for _, data in dropped)
+        session.fence(
+            StoreWriteError(
+                f"session {session.id!r}, seq {row.seq}: the event cannot be stored: {why}; "
+                f"this session is fenced (events from seq {row.seq} on are not written)",
+                session_id=session.id,
+                seq=row.seq,
+                hint="reopen the session to continue from the stored log",
+            )
+        )
 
     def _settle(self, taken: dict[Session, list[Row]], conflicts: Collection[str]) -> None:
         for session, rows in taken.items():

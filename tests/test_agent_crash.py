@@ -147,8 +147,15 @@ def test_sigkill_at_random_moments_always_resumes_to_a_valid_session(tmp_path: P
     master = random.Random(os.environ.get("AGENT_CRASH_SEED", "agent-crash"))
     tally = Tally()
     server = ForkServer()
+    kill = 0
     try:
-        for kill in range(KILLS):
+        # At least KILLS kills; more sessions of them (up to three times as many kills) while
+        # too few have landed mid-turn: on a loaded machine the children are slow, and more
+        # kills land before their agent runs. The coverage asserted below is then reached,
+        # not left to the load. A session's kills are never cut short (its last is checked).
+        while kill % KILLS_PER_SESSION or (
+            kill < KILLS or (tally.repaired < KILLS // 4 and kill < 3 * KILLS)
+        ):
             session_id = f"crash-{kill // KILLS_PER_SESSION}"
             marker = tmp_path / f"{session_id}.started"
             seed = master.randrange(2**32)
@@ -161,11 +168,12 @@ def test_sigkill_at_random_moments_always_resumes_to_a_valid_session(tmp_path: P
                 anyio.run(partial(_verify, url, session_id, marker, tally, fix=fix))
             except AssertionError as exc:
                 raise AssertionError(f"after kill {kill} (child seed {seed}): {exc}") from exc
+            kill += 1
     finally:
         server.close()
     assert tally.kills >= 100
     # The kills landed where it matters, not only before the agent started. (About two in
-    # three do on a quiet machine; 41 of 100 were seen under heavy load, hence a quarter.)
+    # three do on a quiet machine; 19 of 100 were seen under heavy load, hence the loop above.)
     assert tally.repaired >= KILLS // 4, tally
     assert tally.outcome_unknown >= 1, tally
 
@@ -188,6 +196,20 @@ def test_a_killed_script_child_resumes(tmp_path: Path) -> None:
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert child.returncode == -signal.SIGKILL
+    # Where the kill landed, read from the stored log itself: inside a turn (the usual case:
+    # the tool body was running), or between turns (the body and its turn finished before the
+    # signal arrived), which leaves nothing to repair.
+    inside_a_turn = anyio.run(_turn_left_open, url, "s")
     tally = Tally()
     anyio.run(partial(_verify, url, "s", marker, tally, fix=True))
-    assert tally.repaired == 1
+    assert tally.repaired == (1 if inside_a_turn else 0)
+
+
+async def _turn_left_open(url: str, session_id: str) -> bool:
+    """Whether the stored log ends inside a turn (a ``turn/start`` not yet ended)."""
+    async with open_store(url) as store:
+        open_turn = False
+        async for event in store.read(session_id):
+            if event.type in ("turn/start", "turn/end"):
+                open_turn = event.type == "turn/start"
+        return open_turn

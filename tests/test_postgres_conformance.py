@@ -9,7 +9,7 @@ import pytest
 
 from eventlog import open_store
 from eventlog.stores import LogStore
-from eventlog.testing import StoreConformance
+from eventlog.testing import StoreConformance, flip_a_letter
 from tests.pg_children.server import fresh_schema, raw_connection, store_url
 
 pytestmark = pytest.mark.postgres
@@ -33,10 +33,9 @@ class TestPostgresStore(StoreConformance):
                 session_id,
                 seq,
             )
-            # Flip the lowest bit of an ASCII character: still valid text, no longer the bytes
-            # the hash chain covers.
-            middle = len(data) // 2
-            flipped = data[:middle] + chr(ord(data[middle]) ^ 0x01) + data[middle + 1 :]
+            # One letter of the text flipped: still valid JSON, no longer the bytes the hash
+            # chain covers.
+            flipped = flip_a_letter(data.encode()).decode()
             await conn.execute(
                 f'UPDATE "{self.schema}".events SET data = $3 WHERE session_id = $1 AND seq = $2',
                 session_id,

@@ -208,8 +208,9 @@ async def test_four_hosts_writing_four_sessions_at_once_lose_nothing(
         assert await _turns(schema, sid) == list(range(1, 9))
 
 
-async def test_a_host_killed_mid_turn_is_taken_over_after_its_lease_expires(
-    schema: str, children: list[Child]
+@pytest.mark.parametrize("where", ["another-host", "this-host"])
+async def test_a_host_killed_mid_turn_is_taken_over(
+    schema: str, children: list[Child], where: str
 ) -> None:
     await _create(schema, "s")
     host = await _host(children, schema, "s")
@@ -218,11 +219,31 @@ async def test_a_host_killed_mid_turn_is_taken_over_after_its_lease_expires(
     # Killed mid-turn, right after it flushed a tool call it was about to run.
     assert await host.ask("partial 2") == "flushed 10"
     await host.kill()
+    conn = await raw_connection()
+    try:
+        if where == "another-host":
+            # The lease now names a host whose processes cannot be seen from here.
+            await conn.execute(
+                f'UPDATE "{schema}".sessions SET writer = $1 || writer', "another-host:"
+            )
+        else:
+            # Its lease would hold another hour: only the owner's death frees it.
+            await conn.execute(
+                f'UPDATE "{schema}".sessions '
+                "SET lease_until = clock_timestamp() + interval '1 hour'"
+            )
+    finally:
+        await conn.close()
     expiry = await _lease_until(schema, "s")
     async with _store(schema) as store:
-        # The dead host's lease holds until it expires; then this host takes over.
-        session = await _take_over(store, "s")
-        assert await _server_clock_passed(expiry)
+        if where == "another-host":
+            # The dead host's lease holds until it expires; then this host takes over.
+            session = await _take_over(store, "s")
+            assert await _server_clock_passed(expiry)
+        else:
+            # A process of this host that is gone: its lease is taken over at once.
+            session = await store.open("s")
+            assert not await _server_clock_passed(expiry)
         # Nothing the dead host flushed is lost.
         assert (session.head, session.durable) == (10, 10)
         report = await recovery.repair(session)

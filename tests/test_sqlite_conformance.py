@@ -12,18 +12,17 @@ import pytest
 
 from eventlog import open_store
 from eventlog.stores.logstore import LogStore
-from eventlog.testing import StoreConformance
+from eventlog.testing import StoreConformance, flip_a_letter
 
 
 def flip_byte(path: Path, session_id: str, seq: int) -> None:
-    """Side door: flip one byte in the middle of a stored event's data."""
+    """Side door: flip one letter of a stored event's text (still valid JSON)."""
     with sqlite3.connect(path) as db:
         (data,) = db.execute(
             "SELECT CAST(data AS BLOB) FROM events WHERE session_id = ? AND seq = ?",
             (session_id, seq),
         ).fetchone()
-        middle = len(data) // 2
-        flipped = data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1 :]
+        flipped = flip_a_letter(data)
         db.execute(
             "UPDATE events SET data = CAST(? AS TEXT) WHERE session_id = ? AND seq = ?",
             (flipped, session_id, seq),

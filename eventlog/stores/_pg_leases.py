@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SessionBusyError
+from ._owners import owner_alive
 from ._pg_sql import Statements
 from .base import session_not_found
 
@@ -39,7 +40,9 @@ class Leases:
         return self.held.get(session_id, "")
 
     async def acquire(self, pool: Any, session_id: str, owner: str) -> None:
-        """Take the lease: free, already ours, or expired.
+        """Take the lease: free, already ours, expired, or held by an owner known to be gone
+        (a process of this host that ended, or a closed store of this process): that one is
+        taken over at once instead of after its expiry.
 
         :raises SessionBusyError: another owner's lease has not expired.
         :raises SessionNotFoundError: no such session.
@@ -54,7 +57,11 @@ class Leases:
                 raise session_not_found(session_id)
             writer, remaining = holder
             if writer is not None and remaining is not None and remaining > 0:
-                raise _busy(session_id, writer, remaining)
+                if owner_alive(writer):
+                    raise _busy(session_id, writer, remaining)
+                if await pool.fetchval(sql.take_lease, session_id, owner, writer, self.ttl):
+                    self.held[session_id] = owner
+                    return
             # Released or expired between the two statements: try again.
         raise _busy(session_id, "another writer", self.ttl)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..codec import FORMAT_VERSION
 from ..errors import UnsupportedFormatError
+from .base import TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
 
@@ -121,7 +122,6 @@ class Statements:
     schema: str
     channel: str
     setup_lock: str
-    has_meta: str
     create_schema: str
     create_tables: str
     read_version: str
@@ -138,6 +138,8 @@ class Statements:
     delete_events: str
     acquire_lease: str
     lease_holder: str
+    lock_lease_holder: str
+    take_lease: str
     release_lease: str
     renew_leases: str
     notify: str
@@ -153,7 +155,6 @@ class Statements:
             setup_lock=(
                 f"SELECT pg_advisory_xact_lock(hashtext({_lit('eventlog setup ' + schema)}))"
             ),
-            has_meta=f"SELECT to_regclass({_lit(s + '.meta')}) IS NOT NULL",
             create_schema=f"CREATE SCHEMA IF NOT EXISTS {s}",
             create_tables=_TABLES.format(s=s),
             read_version=f"SELECT max(format_version) FROM {s}.meta",
@@ -197,6 +198,17 @@ class Statements:
                 "SELECT writer, extract(epoch FROM lease_until - clock_timestamp())::float8 "
                 f"FROM {s}.sessions WHERE id = $1"
             ),
+            lock_lease_holder=(
+                "SELECT writer, extract(epoch FROM lease_until - clock_timestamp())::float8 "
+                f"FROM {s}.sessions WHERE id = $1 FOR UPDATE"
+            ),
+            # Taking over a lease whose owner is known dead (a process of this host that is
+            # gone): only from that very owner, so a lease renewed meanwhile is not taken.
+            take_lease=(
+                f"UPDATE {s}.sessions "
+                "SET writer = $2, lease_until = clock_timestamp() + $4 * interval '1 second' "
+                "WHERE id = $1 AND writer = $3 RETURNING id"
+            ),
             release_lease=(
                 f"UPDATE {s}.sessions SET writer = NULL, lease_until = NULL "
                 "WHERE id = $1 AND writer = $2"
@@ -216,14 +228,47 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+#: The columns of each table (the sessions table also holds the lease's expiry).
+_COLUMNS = {**TABLE_COLUMNS, "sessions": TABLE_COLUMNS["sessions"] | {"lease_until"}}
+_TABLE_COLUMNS = """
+SELECT table_name::text, array_agg(column_name::text)
+  FROM information_schema.columns
+ WHERE table_schema = $1 AND table_name = ANY($2::text[])
+ GROUP BY table_name
+"""
+
+
+async def _check_tables(conn: Any, sql: Statements, store: str) -> bool:
+    """Whether eventlog's tables exist in the schema (False: none of them does).
+
+    :raises UnsupportedFormatError: a table of eventlog's names is another application's, or
+        only some exist.
+    """
+    found = {
+        name: _COLUMNS[name] <= set(columns)
+        for name, columns in await conn.fetch(_TABLE_COLUMNS, sql.schema, list(_COLUMNS))
+    }
+    if not found:
+        return False
+    if len(found) < len(_COLUMNS) or not all(found.values()):
+        raise UnsupportedFormatError(
+            f"postgresql store {store!r}: schema {sql.schema!r} already holds table(s) "
+            f"{', '.join(sorted(found))} that are not eventlog's; nothing was created",
+            hint="give the store a schema of its own with schema= (or ?schema= in the URL)",
+        )
+    return True
+
+
 async def setup_schema(conn: Any, sql: Statements, store: str) -> None:
     """Create the schema on first use, or check its format version; one host at a time.
 
-    :raises UnsupportedFormatError: the stored format version is newer than this library's.
+    :raises UnsupportedFormatError: the stored format version is newer than this library's,
+        or the schema holds another application's tables of eventlog's names (nothing is
+        created then).
     """
     async with conn.transaction():
         await conn.execute(sql.setup_lock)
-        if not await conn.fetchval(sql.has_meta):
+        if not await _check_tables(conn, sql, store):
             if not await conn.fetchval(
                 "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", sql.schema
             ):

@@ -3,15 +3,14 @@
 Each function takes the connection first and does all of one operation's statements, so an
 operation costs one thread hop. Write operations run inside ``BEGIN IMMEDIATE`` (the write lock
 is taken up front, so a transaction never fails half-way on a lock upgrade) and roll back on any
-error.
+error. Table names are written ``{p}sessions``: the connection
+(:class:`~._sqlite_schema.PrefixedConnection`) puts the store's ``table_prefix`` there.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -19,19 +18,20 @@ import msgspec
 from ..codec import Row
 from ..errors import CorruptLogError, SessionBusyError, SessionExistsError
 from ..writer import Batch
+from ._owners import owner_alive
 from ._sqlite_schema import rollback
-from .base import SessionInfo, SessionRecord, session_not_found
+from .base import SessionInfo, SessionRecord, delete_refused, session_not_found
 
 __all__ = (
     "acquire_lease",
     "delete_session",
     "insert_session",
-    "owner_alive",
     "poll_head",
     "release_lease",
     "select_infos",
     "select_rows",
     "select_session",
+    "UndecodableRow",
     "WriteLockBusy",
     "write_batches",
     "waiting_for_lock",
@@ -43,11 +43,16 @@ __all__ = (
 # statement is a round trip for the GIL (released while SQLite works, taken back after), and
 # the writer thread waits long for the GIL while the event loop is busy: with `executemany` it
 # waited after every row (a 10,800-row round took seconds, not 70 ms), so a round on the thread
-# is four statements however many rows and sessions it holds.
+# is four statements however many rows and sessions it holds. JSON has one number type: an
+# integer column gets its value only when it is a JSON integer (in SQLite's 64-bit range),
+# otherwise NULL, which the NOT NULL column refuses: the round fails instead of storing a REAL.
+# (The writer never hands a backend such a row; this keeps the file exact if one came.)
 _INSERT = (
-    "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
-    "SELECT json_extract(j.value, '$[10]'), json_extract(j.value, '$[0]'), "
-    "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), "
+    "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "SELECT json_extract(j.value, '$[10]'), "
+    "iif(typeof(json_extract(j.value, '$[0]')) = 'integer', json_extract(j.value, '$[0]'), NULL), "
+    "json_extract(j.value, '$[1]'), "
+    "iif(typeof(json_extract(j.value, '$[2]')) = 'integer', json_extract(j.value, '$[2]'), NULL), "
     "json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), "
     "json_extract(j.value, '$[5]'), "
     "CAST(substr(?2, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "
@@ -55,17 +60,27 @@ _INSERT = (
     "FROM json_each(?1) AS j"
 )
 # Every session's tail check and head move in one statement: it moves the heads that still
-# equal the expected ones (``[session, new head, expected head]`` per session).
+# equal the expected ones and whose lease is still the writer's (``[session, new head, expected
+# head, owner]`` per session): a stale writer never writes into a session deleted and created
+# again meanwhile, whose head may well be the one it expects.
 _MOVE_HEADS = (
-    "UPDATE sessions SET head = j.value ->> 1 FROM json_each(?1) AS j "
-    "WHERE sessions.id = j.value ->> 0 AND sessions.head = j.value ->> 2"
+    "UPDATE {p}sessions SET head = j.value ->> 1 FROM json_each(?1) AS j "
+    "WHERE {p}sessions.id = j.value ->> 0 AND {p}sessions.head = j.value ->> 2 "
+    "AND {p}sessions.writer = j.value ->> 3"
 )
 _INSERT_ROW = (
-    "INSERT INTO events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
 )
 _SELECT_ROWS = (
-    "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM events "
+    "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM {p}events "
+    "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
+)
+# The same rows with every text column as its stored bytes: read when the text of a row is not
+# valid UTF-8 (sqlite3 then fails the whole fetch), to find that row and load the ones before.
+_SELECT_RAW_ROWS = (
+    "SELECT seq, CAST(type AS BLOB), time, CAST(surface AS BLOB), CAST(sources AS BLOB), "
+    "ignorable, CAST(data AS BLOB), hash FROM {p}events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
 )
 T = TypeVar("T")
@@ -98,10 +113,14 @@ class WriteLockBusy(Exception):
 
 
 def write_batches(
-    connection: sqlite3.Connection, batches: Sequence[Batch], busy_timeout_ms: int
+    connection: sqlite3.Connection,
+    batches: Sequence[Batch],
+    owners: Mapping[str, str],
+    busy_timeout_ms: int,
 ) -> list[str]:
-    """Write every batch whose expected head matches the stored one, in one transaction, and
-    return the sessions whose head did not (another writer moved it; nothing of theirs is
+    """Write every batch whose expected head matches the stored one and whose session's lease
+    is still ``owners[session]``, in one transaction, and return the other sessions (another
+    writer moved the head or took the lease, or the session is gone; nothing of theirs is
     written).
 
     For the writer thread: waits up to ``busy_timeout_ms`` for another process's write lock,
@@ -109,7 +128,10 @@ def write_batches(
     """
     _begin(connection, busy_timeout_ms)
     try:
-        heads = [(b.session_id, b.rows[-1].seq, b.expected_head) for b in batches]
+        heads = [
+            (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
+            for b in batches
+        ]
         moved = connection.execute(_MOVE_HEADS, (_encoder.encode(heads).decode(),)).rowcount
         if moved == len(batches):
             connection.execute(_INSERT, _packed((b.session_id, b.rows) for b in batches))
@@ -122,10 +144,12 @@ def write_batches(
     # the round is written again session by session, to learn which.
     rollback(connection)
     _begin(connection, busy_timeout_ms)
-    return _write_locked(connection, batches, _insert_packed)
+    return _write_locked(connection, batches, owners, _insert_packed)
 
 
-def write_batches_now(connection: sqlite3.Connection, batches: Sequence[Batch]) -> list[str]:
+def write_batches_now(
+    connection: sqlite3.Connection, batches: Sequence[Batch], owners: Mapping[str, str]
+) -> list[str]:
     """:func:`write_batches` for the event loop's thread: never waits for the write lock (the
     writer connection's own busy timeout is zero; see :func:`waiting_for_lock`).
 
@@ -134,7 +158,7 @@ def write_batches_now(connection: sqlite3.Connection, batches: Sequence[Batch]) 
     _begin_now(connection)
     # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
     # row) is the cheapest insert; the packed statement's JSON costs more for small batches.
-    return _write_locked(connection, batches, _insert_each)
+    return _write_locked(connection, batches, owners, _insert_each)
 
 
 def _begin_now(connection: sqlite3.Connection) -> None:
@@ -195,6 +219,7 @@ def _insert_each(connection: sqlite3.Connection, session_id: str, rows: Sequence
 def _write_locked(
     connection: sqlite3.Connection,
     batches: Sequence[Batch],
+    owners: Mapping[str, str],
     insert: Callable[[sqlite3.Connection, str, Sequence[Row]], None],
 ) -> list[str]:
     """The body of a write round, inside the ``BEGIN IMMEDIATE`` the caller issued: commits, or
@@ -202,11 +227,12 @@ def _write_locked(
     conflicts = []
     try:
         for session_id, expected_head, rows in batches:
-            # The tail check and the head move are one statement: it matches no row when
-            # another writer moved the head (or the session is gone).
+            # The tail check, the lease check and the head move are one statement: it
+            # matches no row when another writer moved the head or holds the lease (or the
+            # session is gone).
             moved = connection.execute(
-                "UPDATE sessions SET head = ? WHERE id = ? AND head = ?",
-                (rows[-1].seq, session_id, expected_head),
+                "UPDATE {p}sessions SET head = ? WHERE id = ? AND head = ? AND writer = ?",
+                (rows[-1].seq, session_id, expected_head, owners.get(session_id, "")),
             )
             if moved.rowcount != 1:
                 conflicts.append(session_id)
@@ -227,7 +253,7 @@ def insert_session(
     try:
         try:
             connection.execute(
-                "INSERT INTO sessions (id, created_at, parent_id, fork_seq, metadata, head) "
+                "INSERT INTO {p}sessions (id, created_at, parent_id, fork_seq, metadata, head) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     record.id,
@@ -251,8 +277,11 @@ def insert_session(
 
 
 def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRecord:
+    # Text columns are read as bytes and decoded here: a damaged byte is a CorruptLogError
+    # about this session, not a driver error.
     found = connection.execute(
-        "SELECT created_at, parent_id, fork_seq, metadata, head FROM sessions WHERE id = ?",
+        "SELECT created_at, CAST(parent_id AS BLOB), fork_seq, CAST(metadata AS BLOB), head "
+        "FROM {p}sessions WHERE id = ?",
         (session_id,),
     ).fetchone()
     if found is None:
@@ -263,14 +292,14 @@ def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRe
             {
                 "id": session_id,
                 "created_at": created_at,
-                "parent_id": parent_id,
+                "parent_id": None if parent_id is None else parent_id.decode(),
                 "fork_seq": fork_seq,
                 "metadata": _metadata_decoder.decode(metadata),
                 "head": head,
             },
             SessionRecord,
         )
-    except (msgspec.DecodeError, msgspec.ValidationError, TypeError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError, UnicodeDecodeError) as exc:
         raise CorruptLogError(
             f"session {session_id!r}: its record in the sessions table is damaged: {exc}",
             session_id=session_id,
@@ -278,16 +307,65 @@ def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRe
         ) from exc
 
 
+class UndecodableRow(Exception):
+    """A stored row's text is not valid UTF-8: ``rows`` are the good rows before it,
+    ``error`` the :class:`CorruptLogError` naming its seq (the backend yields the one, then
+    raises the other)."""
+
+    def __init__(self, rows: list[Row], error: CorruptLogError) -> None:
+        super().__init__(error.message)
+        self.rows = rows
+        self.error = error
+
+
 def select_rows(
     connection: sqlite3.Connection, session_id: str, from_seq: int, count: int
 ) -> list[Row]:
-    """Up to ``count`` rows from ``from_seq``; an empty answer checks that the session exists."""
-    found = connection.execute(_SELECT_ROWS, (session_id, from_seq, count)).fetchall()
+    """Up to ``count`` rows from ``from_seq``; an empty answer checks that the session exists.
+
+    :raises UndecodableRow: a row's text column is not valid UTF-8.
+    """
+    try:
+        found = connection.execute(_SELECT_ROWS, (session_id, from_seq, count)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+        raise _undecodable(connection, session_id, from_seq, count) from exc
     if not found:
-        exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
+        exists = connection.execute("SELECT 1 FROM {p}sessions WHERE id = ?", (session_id,))
         if exists.fetchone() is None:
             raise session_not_found(session_id)
     return [Row(s, t, tm, sf, src, ig == 1, d, h) for s, t, tm, sf, src, ig, d, h in found]
+
+
+def _undecodable(
+    connection: sqlite3.Connection, session_id: str, from_seq: int, count: int
+) -> UndecodableRow:
+    """The rows before the first one whose text does not decode, and its error."""
+    rows: list[Row] = []
+    for seq, type_, time_, surface, sources, ig, data, digest in connection.execute(
+        _SELECT_RAW_ROWS, (session_id, from_seq, count)
+    ):
+        try:
+            text = [None if v is None else bytes(v).decode() for v in (type_, surface, sources)]
+        except UnicodeDecodeError as exc:
+            error = CorruptLogError(
+                f"session {session_id!r}, seq {seq}: a text column of the stored event is not "
+                f"valid UTF-8: {exc}",
+                session_id=session_id,
+                seq=seq,
+                hint="the row was altered outside eventlog; open with salvage=True to read "
+                "the events before it",
+            )
+            return UndecodableRow(rows, error)
+        rows.append(Row(seq, text[0], time_, text[1], text[2], ig == 1, data, digest))  # type: ignore[arg-type]
+    # The text decodes now: the row changed meanwhile; report it at the first seq asked for.
+    error = CorruptLogError(
+        f"session {session_id!r}, seq {from_seq}: stored text did not decode as UTF-8",
+        session_id=session_id,
+        seq=from_seq,
+    )
+    return UndecodableRow([], error)
 
 
 def poll_head(
@@ -301,56 +379,34 @@ def poll_head(
     now = connection.execute("PRAGMA data_version").fetchone()[0]
     if now == version:
         return now, head
-    found = connection.execute("SELECT head FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    found = connection.execute(
+        "SELECT head FROM {p}sessions WHERE id = ?", (session_id,)
+    ).fetchone()
     return now, (None if found is None else found[0])
 
 
-def owner_alive(owner: str) -> bool:
-    """Whether the process named by a lease token (``host:pid:random``) may still run.
-
-    Only a process on this host can be shown dead; anything else counts as alive.
-    """
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True  # it exists and belongs to another user
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    # A killed child that its parent has not reaped yet still answers kill(pid, 0).
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return False
+def _holder(raw: bytes | None) -> str | None:
+    """The lease holder's token; damaged bytes are kept visible (and name no live process of
+    this host, so the lease counts as held elsewhere)."""
+    return None if raw is None else bytes(raw).decode(errors="backslashreplace")
 
 
 def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     connection.execute("BEGIN IMMEDIATE")
     try:
         found = connection.execute(
-            "SELECT writer FROM sessions WHERE id = ?", (session_id,)
+            "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?", (session_id,)
         ).fetchone()
         if found is None:
             raise session_not_found(session_id)
-        holder = found[0]
+        holder = _holder(found[0])
         if holder is not None and holder != owner and owner_alive(holder):
             raise SessionBusyError(
                 f"session {session_id!r} is open for writing by {holder}",
                 session_id=session_id,
                 hint="close the other writer, or wait for its process to end",
             )
-        connection.execute("UPDATE sessions SET writer = ? WHERE id = ?", (owner, session_id))
+        connection.execute("UPDATE {p}sessions SET writer = ? WHERE id = ?", (owner, session_id))
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
@@ -359,17 +415,27 @@ def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -
 
 def release_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     connection.execute(
-        "UPDATE sessions SET writer = NULL WHERE id = ? AND writer = ?", (session_id, owner)
+        "UPDATE {p}sessions SET writer = NULL WHERE id = ? AND writer = ?", (session_id, owner)
     )
 
 
-def delete_session(connection: sqlite3.Connection, session_id: str) -> None:
+def delete_session(
+    connection: sqlite3.Connection, session_id: str, owner: str, force: bool
+) -> None:
+    """Delete a session and its events; refuse while another live writer holds its lease
+    (unless ``force``: that writer is then fenced at its next write)."""
     connection.execute("BEGIN IMMEDIATE")
     try:
-        gone = connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        if gone.rowcount == 0:
+        found = connection.execute(
+            "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if found is None:
             raise session_not_found(session_id)
-        connection.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+        holder = _holder(found[0])
+        if not force and holder is not None and holder != owner and owner_alive(holder):
+            raise delete_refused(session_id, holder)
+        connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
+        connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
@@ -380,28 +446,32 @@ def select_infos(
     connection: sqlite3.Connection, after: str | None, limit: int
 ) -> list[SessionInfo]:
     found = connection.execute(
-        "SELECT s.id, s.created_at, s.head, s.parent_id, s.fork_seq, s.metadata, "
-        "(SELECT e.time FROM events e WHERE e.session_id = s.id AND e.seq = s.head) "
-        "FROM sessions s WHERE ?1 IS NULL OR s.id > ?1 ORDER BY s.id LIMIT ?2",
+        "SELECT CAST(s.id AS BLOB), s.created_at, s.head, CAST(s.parent_id AS BLOB), "
+        "s.fork_seq, CAST(s.metadata AS BLOB), "
+        "(SELECT e.time FROM {p}events e WHERE e.session_id = s.id AND e.seq = s.head) "
+        "FROM {p}sessions s WHERE ?1 IS NULL OR s.id > ?1 ORDER BY s.id LIMIT ?2",
         (after, limit),
     ).fetchall()
     return [_info(row) for row in found]
 
 
 def _info(row: tuple[Any, ...]) -> SessionInfo:
-    session_id, created_at, head, parent_id, fork_seq, metadata, last_time = row
+    raw_id, created_at, head, parent_id, fork_seq, metadata, last_time = row
+    # Text is read as bytes so one damaged record is listed with its error, not fatal to all.
+    raw_id = bytes(raw_id or b"")
+    session_id = raw_id.decode(errors="backslashreplace")
     try:
         return msgspec.convert(
             {
-                "id": session_id,
+                "id": raw_id.decode(),
                 "created_at": created_at,
                 "head": head,
-                "parent_id": parent_id,
+                "parent_id": None if parent_id is None else bytes(parent_id).decode(),
                 "fork_seq": fork_seq,
                 "metadata": _metadata_decoder.decode(metadata),
                 "last_time": last_time,
             },
             SessionInfo,
         )
-    except (msgspec.DecodeError, msgspec.ValidationError, TypeError) as exc:
-        return SessionInfo(id=str(session_id), error=f"the session's record is damaged: {exc}")
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError, UnicodeDecodeError) as exc:
+        return SessionInfo(id=session_id, error=f"the session's record is damaged: {exc}")

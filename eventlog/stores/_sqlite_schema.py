@@ -1,5 +1,10 @@
 """The SQLite file: connections, pragmas, tables (DESIGN §5) and the format-version check.
 
+The tables are ``meta``, ``sessions`` and ``events``, each name preceded by the store's
+``table_prefix`` (empty by default), so eventlog can share a file with an application that has
+tables of those names. Tables of those names that are not eventlog's are refused before
+anything is created.
+
 ``events.data`` is TEXT so auditors can ``json_extract(data, '$.x')``; rows are bound as bytes
 and converted with ``CAST(? AS TEXT)`` (the bytes are the UTF-8 text already, no Python-side
 decode) and read back with ``CAST(data AS BLOB)``.
@@ -8,13 +13,18 @@ decode) and read back with ``CAST(data AS BLOB)``.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+from typing import Any
 
 from ..codec import FORMAT_VERSION
-from ..errors import UnsupportedFormatError
+from ..errors import UnsupportedFormatError, ValidationError
+from .base import TABLE_COLUMNS
 
 __all__ = (
     "SYNCHRONOUS",
+    "PrefixedConnection",
+    "check_table_prefix",
     "connect_reader",
     "connect_writer",
     "prepare_schema",
@@ -26,8 +36,8 @@ __all__ = (
 SYNCHRONOUS = {"power-loss": "FULL", "process-crash": "NORMAL"}
 
 _TABLES = (
-    """CREATE TABLE IF NOT EXISTS meta (format_version INTEGER NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS sessions (
+    """CREATE TABLE IF NOT EXISTS {p}meta (format_version INTEGER NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS {p}sessions (
         id TEXT PRIMARY KEY,
         created_at INTEGER NOT NULL,
         parent_id TEXT,
@@ -36,7 +46,7 @@ _TABLES = (
         head INTEGER NOT NULL DEFAULT -1,
         writer TEXT
     )""",
-    """CREATE TABLE IF NOT EXISTS events (
+    """CREATE TABLE IF NOT EXISTS {p}events (
         session_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
         type TEXT NOT NULL,
@@ -51,12 +61,60 @@ _TABLES = (
 )
 
 
-def connect_writer(path: str, *, synchronous: str, busy_timeout: float) -> sqlite3.Connection:
+_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+
+
+def check_table_prefix(prefix: object) -> str:
+    """:raises ValidationError: ``prefix`` is not a letter followed by up to 31 letters,
+    digits or underscores (it becomes part of SQL table names)."""
+    if prefix == "":
+        return ""
+    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+        raise ValidationError(
+            f"table_prefix must be a letter followed by up to 31 letters, digits or "
+            f"underscores (e.g. 'eventlog_'), got {prefix!r}"
+        )
+    return prefix
+
+
+class PrefixedConnection(sqlite3.Connection):
+    """A connection whose statements name tables ``{p}sessions``, ``{p}events``, ``{p}meta``:
+    ``{p}`` becomes the store's ``table_prefix`` (each statement text is rewritten once)."""
+
+    prefix = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._statements: dict[str, str] = {}
+
+    def _sql(self, sql: str) -> str:
+        found = self._statements.get(sql)
+        if found is None:
+            found = self._statements[sql] = sql.replace("{p}", self.prefix)
+        return found
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        return super().execute(self._sql(sql), *args)
+
+    def executemany(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        return super().executemany(self._sql(sql), *args)
+
+
+def _connect(path: str, prefix: str, **options: Any) -> PrefixedConnection:
+    connection = sqlite3.connect(path, factory=PrefixedConnection, **options)
+    assert isinstance(connection, PrefixedConnection)
+    connection.prefix = prefix
+    return connection
+
+
+def connect_writer(
+    path: str, *, synchronous: str, busy_timeout: float, prefix: str = ""
+) -> sqlite3.Connection:
     """The writer connection: autocommit (the code issues ``BEGIN IMMEDIATE``), WAL. Opening
     it waits up to ``busy_timeout`` for other processes' locks; afterwards its busy timeout is
     zero (each call that may wait sets its own: ``_sqlite_ops.waiting_for_lock``)."""
-    connection = sqlite3.connect(
-        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    connection = _connect(
+        path, prefix, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
     try:
         connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -71,10 +129,10 @@ def connect_writer(path: str, *, synchronous: str, busy_timeout: float) -> sqlit
     return connection
 
 
-def connect_reader(path: str, *, busy_timeout: float) -> sqlite3.Connection:
+def connect_reader(path: str, *, busy_timeout: float, prefix: str = "") -> sqlite3.Connection:
     """A reader connection: autocommit, so each statement sees the latest commit; read-only.
     Used on the thread that opened it only (the event loop's), which sqlite3 checks."""
-    connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+    connection = _connect(path, prefix, timeout=busy_timeout, isolation_level=None)
     try:
         connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         connection.execute("PRAGMA query_only = 1")
@@ -85,32 +143,59 @@ def connect_reader(path: str, *, busy_timeout: float) -> sqlite3.Connection:
 
 
 def prepare_schema(connection: sqlite3.Connection, path: str) -> None:
-    """Create the tables on first use; refuse a file written by a newer (or unknown) format.
+    """Create the tables on first use; refuse a file written by a newer (or unknown) format,
+    and a file whose tables of these names belong to another application.
 
-    :raises UnsupportedFormatError: the stored format version is not this library's.
+    :raises UnsupportedFormatError: the stored format version is not this library's, or a
+        table of eventlog's names is not eventlog's (nothing is created then).
     """
     # An existing database is only read: no write lock at start (many processes may start at
     # once) and a read-only file can still be opened by an auditor.
-    try:
-        found = connection.execute("SELECT format_version FROM meta").fetchall()
-    except sqlite3.OperationalError:
-        found = []  # no meta table yet
-    if found:
-        _check_version(found, path)
+    if _ours(connection, path):
         return
     connection.execute("BEGIN IMMEDIATE")
     try:
+        if _ours(connection, path):  # another process created them meanwhile
+            connection.execute("COMMIT")
+            return
         for statement in _TABLES:
             connection.execute(statement)
-        found = connection.execute("SELECT format_version FROM meta").fetchall()
-        if not found:
-            connection.execute("INSERT INTO meta (format_version) VALUES (?)", (FORMAT_VERSION,))
-        else:
-            _check_version(found, path)
+        connection.execute("INSERT INTO {p}meta (format_version) VALUES (?)", (FORMAT_VERSION,))
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
         raise
+
+
+def _ours(connection: sqlite3.Connection, path: str) -> bool:
+    """True when eventlog's tables exist (and the version is readable), False when none of
+    them exists.
+
+    :raises UnsupportedFormatError: some exist but are another application's (or half made).
+    """
+    prefix = getattr(connection, "prefix", "")
+    found = {}
+    for name, columns in TABLE_COLUMNS.items():
+        table = prefix + name
+        info = connection.execute(f'PRAGMA table_info("{table}")').fetchall()
+        if info:
+            # Every column of ours (a later format may add some: its version says so).
+            found[table] = columns <= {row[1] for row in info}
+    if not found:
+        return False
+    version = None
+    if all(found.values()) and len(found) == len(TABLE_COLUMNS):
+        version = connection.execute("SELECT format_version FROM {p}meta").fetchall()
+    if not version:
+        foreign = ", ".join(sorted(found))
+        raise UnsupportedFormatError(
+            f"SQLite database {path} already holds table(s) {foreign} that are not "
+            "eventlog's; nothing was created",
+            hint="give this store its own tables with table_prefix= (e.g. "
+            "table_prefix='eventlog_'), or its own file",
+        )
+    _check_version(version, path)
+    return True
 
 
 #: Bytes of WAL file :func:`reserve_wal` makes sure exist: a bit more than the WAL holds at the

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from ..codec import Row
-from ..errors import SessionNotFoundError
+from ..errors import SessionBusyError, SessionNotFoundError
 from ..event import Event
 from ..session import Session
 from ..writer import Batch
@@ -24,15 +24,39 @@ __all__ = (
     "Backend",
     "SessionInfo",
     "SessionRecord",
+    "TABLE_COLUMNS",
     "Store",
+    "delete_refused",
     "rows_in_chunks",
     "session_not_found",
 )
+
+#: The columns every SQL backend's tables have (DESIGN §5). A table of one of these names
+#: without them is another application's, and is refused before anything is created.
+TABLE_COLUMNS: dict[str, frozenset[str]] = {
+    "meta": frozenset({"format_version"}),
+    "sessions": frozenset(
+        {"id", "created_at", "parent_id", "fork_seq", "metadata", "head", "writer"}
+    ),
+    "events": frozenset(
+        {"session_id", "seq", "type", "time", "surface", "sources", "ignorable", "data", "hash"}
+    ),
+}
 
 
 def session_not_found(session_id: str) -> SessionNotFoundError:
     """The one error every backend raises for a missing session (its text is asserted)."""
     return SessionNotFoundError(f"session {session_id!r} does not exist", session_id=session_id)
+
+
+def delete_refused(session_id: str, holder: str) -> SessionBusyError:
+    """The one error every backend raises when ``delete`` meets another live writer's lease."""
+    return SessionBusyError(
+        f"session {session_id!r} is open for writing by {holder}; not deleted",
+        session_id=session_id,
+        hint="close the other writer first, or delete with force=True (it is then fenced at "
+        "its next write)",
+    )
 
 
 async def rows_in_chunks(
@@ -104,17 +128,24 @@ class Store(Protocol):
         """
         ...
 
-    async def open(self, session_id: str, *, salvage: bool = False) -> Session:
-        """Load a session for writing: decode every event, verify the hash chain, rebuild the
-        surface index, and take the session's writer lease.
+    async def open(self, session_id: str, *, salvage: bool = False, wait: float = 0.0) -> Session:
+        """Load a session for writing: take the session's writer lease, decode every event,
+        verify the hash chain and that the events end at the session's stored head, rebuild
+        the surface index.
+
+        A lease whose owner is known to be gone (a process of this host that ended, or a
+        closed store of this process) is taken over at once; with ``wait`` the open waits up
+        to that many seconds for a live holder to let go before raising ``SessionBusyError``.
 
         With ``salvage=True`` the session is opened read-only, without a lease, holding the
         events before the first one that fails verification; ``session.salvage_fault`` is the
         error that stopped loading (``None`` when the whole log loaded).
 
         :raises SessionNotFoundError: no such session.
-        :raises SessionBusyError: another live writer holds the lease.
-        :raises CorruptLogError: a stored event fails verification (names the seq).
+        :raises SessionBusyError: another live writer holds the lease (still, after ``wait``).
+        :raises CorruptLogError: a stored event fails verification, or the stored events end
+            before or after the stored head (names the first seq in doubt).
+        :raises ValidationError: ``wait`` is not a number of seconds >= 0.
         :raises UnsupportedFormatError: a stored event has an unknown, non-ignorable type.
         """
         ...
@@ -155,16 +186,31 @@ class Store(Protocol):
         """
         ...
 
-    async def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str, *, force: bool = False) -> None:
         """Remove a session and all its events.
 
+        :param force: delete even while another live writer (another store, in this process or
+            another) holds the session's lease; that writer is fenced at its next write (its
+            flush raises ``ConflictError``), and never writes into a session created again
+            under the same id.
         :raises SessionNotFoundError: no such session.
-        :raises SessionBusyError: the session is open for writing in this store.
+        :raises SessionBusyError: the session is open for writing in this store, or (without
+            ``force``) another live writer holds its lease.
         """
         ...
 
     async def aclose(self) -> None:
-        """Write what is pending, release leases and close. Shielded; idempotent."""
+        """Write what is pending, release leases and close. Shielded; idempotent; never
+        raises because a write fails.
+
+        If the final write of a session fails (disk full, connection lost), the store closes
+        anyway: that session's events after ``session.durable`` are discarded (they were never
+        stored; its last ``flush()`` raised ``StoreWriteError``, and a warning is logged naming
+        the seqs), and its writer lease is released. Should releasing fail as well, the lease
+        names a closed store: the next store of this process takes it over at once, and so
+        does any store once this process has ended. Afterwards ``flush()`` and ``append``
+        raise ``ClosedError``.
+        """
         ...
 
 
@@ -201,7 +247,9 @@ class Backend(Protocol):
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         """Write every batch in one transaction; a batch whose ``expected_head`` differs from
-        the stored head is skipped and its session id returned. Durable on return.
+        the stored head, or whose session's lease is no longer the one this backend acquired
+        (taken over, or the session deleted and created again), is skipped and its session id
+        returned. Durable on return.
 
         :raises StoreWriteError: nothing was written.
         """
@@ -222,8 +270,13 @@ class Backend(Protocol):
         """See :meth:`Store.list`."""
         ...
 
-    async def delete_session(self, session_id: str) -> None:
-        """:raises SessionNotFoundError: no such session."""
+    async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
+        """Delete a session; ``owner`` is the deleting store's lease token.
+
+        :raises SessionNotFoundError: no such session.
+        :raises SessionBusyError: without ``force``, a live owner other than ``owner`` holds
+            the lease.
+        """
         ...
 
     async def wait_for_change(self, session_id: str, head: int) -> None:

@@ -6,10 +6,9 @@ every backend gets the same semantics and the conformance suite tests them all a
 
 from __future__ import annotations
 
-import os
-import socket
+import logging
+import math
 import time
-import uuid
 import warnings
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -35,14 +34,20 @@ from ..session import DEFAULT_MAX_EVENT_BYTES, Session
 from ..surface import SurfaceIndex
 from ..vocabulary import SessionForked
 from ..writer import Writer
+from ._owners import new_owner, retire_owner
 from .base import Backend, SessionInfo, SessionRecord
 
 __all__ = ("LogStore", "lease_owner")
 
+logger = logging.getLogger("eventlog.store")
+
+#: Seconds between attempts to take a lease while ``open(..., wait=...)`` waits for it.
+_LEASE_POLL = 0.05
+
 
 def lease_owner() -> str:
-    """A lease owner token: ``host:pid:random`` (backends read host and pid for liveness)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    """A lease owner token: ``host:pid:random`` (see :mod:`._owners` for liveness)."""
+    return new_owner()
 
 
 class LogStore:
@@ -113,6 +118,12 @@ class LogStore:
         await self.aclose()
 
     async def aclose(self) -> None:
+        """See :meth:`Store.aclose`. A session whose final write fails is closed without it:
+        its events after ``session.durable`` are discarded (never stored; the failed
+        ``flush()`` had raised ``StoreWriteError``; a warning names them) and its lease is
+        released. If releasing fails too (the disk is still full), the lease names a store
+        that is gone: the next store of this process, or of any process once this one has
+        ended, takes it over at once."""
         if self._closed:
             return
         self._closed = True
@@ -121,10 +132,11 @@ class LogStore:
                 for session in list(self._open.values()):
                     try:
                         await session.aclose()
-                    except EventLogError:
-                        pass  # reported by flush() to whoever asked; closing goes on
+                    except EventLogError as exc:
+                        await self._abandon(session, exc)
                 await self._writer.aclose()
         finally:
+            retire_owner(self._owner)
             # The task group's scope must be exited outside the shield scope above.
             if self._task_group is not None:
                 self._task_group.cancel_scope.cancel()
@@ -133,6 +145,22 @@ class LogStore:
             with anyio.CancelScope(shield=True):
                 self._backend_open = False
                 await self.backend.close()
+
+    async def _abandon(self, session: Session, error: EventLogError) -> None:
+        """Close ``session`` although its last flush failed (see :meth:`aclose`)."""
+        if session.head > session.durable and not session.fenced:
+            logger.warning(
+                "eventlog: session %r closed with seqs %d..%d unwritten (discarded): %s",
+                session.id,
+                session.durable + 1,
+                session.head,
+                error,
+            )
+        session.close_unflushed()
+        try:
+            await self._release(session)
+        except EventLogError as exc:  # the token is retired below: the lease is dead anyway
+            logger.warning("eventlog: session %r: releasing the lease failed: %s", session.id, exc)
 
     def __del__(self) -> None:
         if getattr(self, "_started", False) and not self._closed:
@@ -166,34 +194,37 @@ class LogStore:
         await self.backend.acquire_lease(sid, self._owner)
         return self._wrap(sid, [], GENESIS_HASH, SurfaceIndex(), record, read_only=False)
 
-    async def open(self, session_id: str, *, salvage: bool = False) -> Session:
+    async def open(self, session_id: str, *, salvage: bool = False, wait: float = 0.0) -> Session:
         self._check_open()
         sid = validate_session_id(session_id)
-        record = await self.backend.get_session(sid)
+        wait = _seconds(wait, sid)
         if salvage:
+            record = await self.backend.get_session(sid)
             loader, fault = await self._load(sid, salvage=True)
             head = len(loader.events) - 1
             if fault is None and head < record.head:
-                fault = CorruptLogError(
-                    f"session {sid!r}, seq {head + 1}: the stored head is {record.head} but "
-                    f"the events from seq {head + 1} are missing",
-                    session_id=sid,
-                    seq=head + 1,
-                )
+                fault = _head_fault(sid, head, record.head)
+            if fault is None and head > record.head:
+                # Read again now: a live writer may have moved the head on meanwhile (a head
+                # only grows); still behind the events, it was altered. Salvage keeps the
+                # events up to the stored head, the prefix before the first seq in doubt.
+                record = await self.backend.get_session(sid)
+                fault = _head_fault(sid, head, record.head)
+                if fault is not None:
+                    loader, _ = await self._load(sid, salvage=True, limit=record.head + 1)
             session = self._wrap(
                 sid, loader.events, loader.last_hash, loader.surface, record, read_only=True
             )
             session.salvage_fault = fault
             return session
-        if sid in self._open:
-            raise SessionBusyError(
-                f"session {sid!r} is already open for writing in this store",
-                session_id=sid,
-                hint="close the other Session object first",
-            )
-        await self.backend.acquire_lease(sid, self._owner)
+        await self._take_lease(sid, wait)
         try:
+            # Read under the lease: no other live writer moves the head meanwhile.
+            record = await self.backend.get_session(sid)
             loader, _ = await self._load(sid, salvage=False)
+            fault = _head_fault(sid, len(loader.events) - 1, record.head)
+            if fault is not None:
+                raise fault
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
@@ -201,6 +232,27 @@ class LogStore:
         return self._wrap(
             sid, loader.events, loader.last_hash, loader.surface, record, read_only=False
         )
+
+    async def _take_lease(self, sid: str, wait: float) -> None:
+        """Take the writer lease, waiting up to ``wait`` seconds for its holder to let go."""
+        deadline = anyio.current_time() + wait
+        while True:
+            try:
+                if sid in self._open:
+                    raise SessionBusyError(
+                        f"session {sid!r} is already open for writing in this store",
+                        session_id=sid,
+                        hint="close the other Session object first",
+                    )
+                await self.backend.acquire_lease(sid, self._owner)
+                return
+            except SessionBusyError:
+                remaining = deadline - anyio.current_time()
+                if remaining <= 0:
+                    raise
+                # A lease ends without any event this store could wait on (another process
+                # closes, or its lease expires on a server's clock): look again shortly.
+                await anyio.sleep(min(_LEASE_POLL, remaining))
 
     def _wrap(
         self,
@@ -235,14 +287,17 @@ class LogStore:
         if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
 
-    async def _load(self, sid: str, *, salvage: bool) -> tuple[LogLoader, EventLogError | None]:
-        """Decode, verify and fold a stored log (see :meth:`Store.open`).
+    async def _load(
+        self, sid: str, *, salvage: bool, limit: int | None = None
+    ) -> tuple[LogLoader, EventLogError | None]:
+        """Decode, verify and fold a stored log (see :meth:`Store.open`), at most ``limit``
+        events of it.
 
         With ``salvage`` the error that stopped loading is returned instead of raised.
         """
         loader = LogLoader(self.types, sid)
         try:
-            async for chunk in self.backend.read_rows(sid, 0, None):
+            async for chunk in self.backend.read_rows(sid, 0, limit):
                 loader.feed(chunk)
         except CorruptLogError as exc:
             if not salvage:
@@ -332,15 +387,56 @@ class LogStore:
         await self.backend.create_session(child, [*rows, forked])
         return await self.open(child_id)
 
-    async def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str, *, force: bool = False) -> None:
         self._check_open()
         sid = validate_session_id(session_id)
+        if not isinstance(force, bool):
+            raise ValidationError(f"force must be True or False, got {force!r}", session_id=sid)
         if sid in self._open:
             raise SessionBusyError(
                 f"session {sid!r} is open for writing in this store; close it before deleting",
                 session_id=sid,
             )
-        await self.backend.delete_session(sid)
+        await self.backend.delete_session(sid, self._owner, force=force)
+
+
+def _seconds(wait: object, sid: str) -> float:
+    """``open``'s ``wait``, checked.
+
+    :raises ValidationError: not a finite number of seconds >= 0.
+    """
+    try:
+        if isinstance(wait, int | float) and not isinstance(wait, bool):
+            seconds = float(wait)
+            if 0 <= seconds < math.inf:
+                return seconds
+    except OverflowError:
+        pass
+    raise ValidationError(f"wait must be a number of seconds >= 0, got {wait!r}", session_id=sid)
+
+
+def _head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:
+    """The error when the loaded events (up to seq ``loaded``) do not end at the session's
+    stored ``head``, naming the first seq in doubt; ``None`` when they do."""
+    if loaded < head:
+        return CorruptLogError(
+            f"session {sid!r}, seq {loaded + 1}: the stored head is {head} but the events from "
+            f"seq {loaded + 1} are missing",
+            session_id=sid,
+            seq=loaded + 1,
+            hint="rows were deleted or damaged outside eventlog; open with salvage=True to "
+            "read the events before them",
+        )
+    if loaded > head:
+        return CorruptLogError(
+            f"session {sid!r}, seq {head + 1}: the stored head is {head} but events up to "
+            f"seq {loaded} are stored: the head was altered",
+            session_id=sid,
+            seq=head + 1,
+            hint="the sessions row was altered outside eventlog; open with salvage=True to "
+            "read the events up to the stored head",
+        )
+    return None
 
 
 def _open_turn_at(rows: Sequence[Row]) -> int | None:

@@ -15,7 +15,8 @@ import msgspec
 from ..codec import Row
 from ..errors import SessionBusyError, SessionExistsError
 from ..writer import Batch
-from .base import SessionInfo, SessionRecord, session_not_found
+from ._owners import owner_alive
+from .base import SessionInfo, SessionRecord, delete_refused, session_not_found
 
 __all__ = ("MemoryBackend", "MemoryData")
 
@@ -41,6 +42,8 @@ class MemoryBackend:
     def __init__(self, data: MemoryData | None = None) -> None:
         self.data = data if data is not None else MemoryData()
         self._changed = anyio.Event()
+        # The lease each of this store's sessions is written under (see ``write``).
+        self._held: dict[str, str] = {}
 
     async def start(self) -> None:
         self._changed = anyio.Event()
@@ -81,6 +84,8 @@ class MemoryBackend:
             rows = self.data.rows.get(batch.session_id)
             if rows is None or len(rows) - 1 != batch.expected_head:
                 conflicts.add(batch.session_id)
+            elif self.data.leases.get(batch.session_id) != self._held.get(batch.session_id):
+                conflicts.add(batch.session_id)  # a stale writer: the lease is another's now
         for batch in batches:
             if batch.session_id in conflicts:
                 continue
@@ -95,15 +100,18 @@ class MemoryBackend:
     async def acquire_lease(self, session_id: str, owner: str) -> None:
         await self.get_session(session_id)
         holder = self.data.leases.get(session_id)
-        if holder is not None and holder != owner:
+        if holder is not None and holder != owner and owner_alive(holder):
             raise SessionBusyError(
                 f"session {session_id!r} is open for writing by {holder}",
                 session_id=session_id,
                 hint="close the other writer, or wait for its process to end",
             )
         self.data.leases[session_id] = owner
+        self._held[session_id] = owner
 
     async def release_lease(self, session_id: str, owner: str) -> None:
+        if self._held.get(session_id) == owner:
+            del self._held[session_id]
         if self.data.leases.get(session_id) == owner:
             del self.data.leases[session_id]
 
@@ -126,8 +134,11 @@ class MemoryBackend:
             )
         return infos
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         await self.get_session(session_id)
+        holder = self.data.leases.get(session_id)
+        if not force and holder is not None and holder != owner and owner_alive(holder):
+            raise delete_refused(session_id, holder)
         del self.data.records[session_id]
         self.data.rows.pop(session_id, None)
         self.data.leases.pop(session_id, None)

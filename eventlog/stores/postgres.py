@@ -37,13 +37,25 @@ import msgspec
 from anyio.abc import TaskStatus
 
 from ..codec import Row
-from ..errors import ClosedError, CorruptLogError, SessionExistsError, ValidationError
+from ..errors import (
+    ClosedError,
+    CorruptLogError,
+    SessionExistsError,
+    ValidationError,
+)
 from ..writer import Batch
+from ._owners import owner_alive
 from ._pg_errors import DRIVER_ERRORS, translate
 from ._pg_leases import Leases
 from ._pg_listen import Listener, Notifier
 from ._pg_sql import Statements, setup_schema
-from .base import SessionInfo, SessionRecord, rows_in_chunks, session_not_found
+from .base import (
+    SessionInfo,
+    SessionRecord,
+    delete_refused,
+    rows_in_chunks,
+    session_not_found,
+)
 
 __all__ = ("PostgresBackend",)
 
@@ -279,10 +291,17 @@ class PostgresBackend:
             found = await self._pool.fetch(self._sql.list_sessions, after, limit)
         return [_info(r) for r in found]
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check_open(session_id)
         with self._translate("deleting the session", session_id):
             async with self._pool.acquire() as conn, conn.transaction():
+                holder = await conn.fetchrow(self._sql.lock_lease_holder, session_id)
+                if holder is None:
+                    raise session_not_found(session_id)
+                writer, remaining = holder
+                if not force and writer is not None and writer != owner:
+                    if remaining is not None and remaining > 0 and owner_alive(writer):
+                        raise delete_refused(session_id, writer)
                 deleted = await conn.fetchval(
                     self._sql.delete_session, session_id, self._sql.channel
                 )

@@ -48,6 +48,7 @@ from ..writer import Batch, WriteDone
 from . import _sqlite_ops as ops
 from ._sqlite_schema import (
     SYNCHRONOUS,
+    check_table_prefix,
     connect_reader,
     connect_writer,
     prepare_schema,
@@ -60,7 +61,13 @@ __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
 
 T = TypeVar("T")
 #: The keyword options of :class:`SQLiteBackend` (``open_store`` refuses any other).
-SQLITE_OPTIONS = ("durability", "busy_timeout", "poll_interval", "inline_write_bytes")
+SQLITE_OPTIONS = (
+    "durability",
+    "busy_timeout",
+    "poll_interval",
+    "inline_write_bytes",
+    "table_prefix",
+)
 
 #: Rows per read hop: large enough that a load is a few hops, small enough to stream.
 _CHUNK = 1000
@@ -109,6 +116,11 @@ def _translated(
         if write:
             raise StoreWriteError(message, session_id=session_id) from exc
         raise EventLogError(message, session_id=session_id) from exc
+    except OverflowError as exc:  # a Python int beyond SQLite's 64 bits, bound as a parameter
+        message = f"SQLite database {path}: {action} failed: {exc}"
+        if write:
+            raise StoreWriteError(message, session_id=session_id) from exc
+        raise EventLogError(message, session_id=session_id) from exc
 
 
 class SQLiteBackend:
@@ -122,6 +134,11 @@ class SQLiteBackend:
     :param inline_write_bytes: a write round of at most this many payload bytes runs on the
         event loop's thread (no thread hop; the loop waits for that commit); ``0`` sends every
         round to the writer thread.
+    :param table_prefix: put before each table name (``meta``, ``sessions``, ``events``), so
+        the store can live in a file whose application has tables of those names: a letter
+        followed by up to 31 letters, digits or underscores; empty by default. Without it, a
+        file holding another application's tables of those names is refused on start
+        (``UnsupportedFormatError``), before anything is created.
     :raises ValidationError: an option is out of range.
     """
 
@@ -133,6 +150,7 @@ class SQLiteBackend:
         busy_timeout: float = 30.0,
         poll_interval: float = 0.05,
         inline_write_bytes: int = 256 * 1024,
+        table_prefix: str = "",
     ) -> None:
         if durability not in SYNCHRONOUS:
             raise ValidationError(
@@ -150,6 +168,7 @@ class SQLiteBackend:
                 f"inline_write_bytes must be a whole number of bytes >= 0, got "
                 f"{inline_write_bytes!r}"
             )
+        self.table_prefix = check_table_prefix(table_prefix)
         self.path = path
         self.durability = durability
         self._inline_write_bytes = inline_write_bytes
@@ -158,10 +177,17 @@ class SQLiteBackend:
         # The writer connection itself waits for no lock: calls on its thread wait through
         # `ops.waiting_for_lock`, the on-loop write never waits (see `start_write`).
         connect = partial(
-            connect_writer, path, synchronous=SYNCHRONOUS[durability], busy_timeout=busy_timeout
+            connect_writer,
+            path,
+            synchronous=SYNCHRONOUS[durability],
+            busy_timeout=busy_timeout,
+            prefix=self.table_prefix,
         )
         self._writer = SQLiteWorker(connect, "eventlog-sqlite-writer")
         self._busy_timeout = busy_timeout
+        # The owner token of each lease this store holds: every write checks it is still the
+        # session's writer (a stale writer is fenced, never writes into a re-created session).
+        self._held: dict[str, str] = {}
         # Used on the event loop's thread only (see `_read`).
         self._reader: sqlite3.Connection | None = None
         self._changed: anyio.Event | None = None
@@ -182,7 +208,9 @@ class SQLiteBackend:
             with _translated(self.path, "opening the database", write=True):
                 await self._writer.start()
                 await self._call_writer(prepare_schema, self.path)
-                self._reader = connect_reader(self.path, busy_timeout=self._busy_timeout)
+                self._reader = connect_reader(
+                    self.path, busy_timeout=self._busy_timeout, prefix=self.table_prefix
+                )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close()
@@ -221,7 +249,7 @@ class SQLiteBackend:
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
         self._check()
-        conflicts = await self._writer.call(self._write_batches, batches)
+        conflicts = await self._writer.call(self._write_batches, batches, self._owners_of(batches))
         self._notify()
         return conflicts
 
@@ -235,7 +263,7 @@ class SQLiteBackend:
         if lone_flush and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
             try:
                 with _translated(self.path, "writing events", write=True):
-                    conflicts = self._writer.run_here(ops.write_batches_now, batches)
+                    conflicts = self._writer.run_here(ops.write_batches_now, batches, self._held)
             except ops.WriteLockBusy:
                 pass  # another process is writing: the thread waits for the lock instead
             except Exception as exc:
@@ -251,13 +279,17 @@ class SQLiteBackend:
                 self._notify()
             on_done(conflicts, error)
 
-        self._writer.submit(done, self._write_batches, batches)
+        # The thread reads its own copy while the loop may take or release leases.
+        self._writer.submit(done, self._write_batches, batches, self._owners_of(batches))
+
+    def _owners_of(self, batches: Sequence[Batch]) -> dict[str, str]:
+        return {b.session_id: self._held.get(b.session_id, "") for b in batches}
 
     def _write_batches(
-        self, connection: sqlite3.Connection, batches: Sequence[Batch]
+        self, connection: sqlite3.Connection, batches: Sequence[Batch], owners: dict[str, str]
     ) -> Collection[str]:
         with _translated(self.path, "writing events", write=True):
-            return ops.write_batches(connection, batches, self._busy_timeout_ms)
+            return ops.write_batches(connection, batches, owners, self._busy_timeout_ms)
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         self._check()
@@ -269,6 +301,7 @@ class SQLiteBackend:
         self._check()
         with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
             await self._call_writer(ops.acquire_lease, session_id, owner)
+            self._held[session_id] = owner
             if not self._wal_reserved:
                 # Queued, not awaited: opening a session must not wait ~10 ms for it. The worker
                 # runs jobs in order, so it is in place before this store's first write.
@@ -276,16 +309,18 @@ class SQLiteBackend:
                 self._submit_writer(_ignore, reserve_wal, self.path)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
+        if self._held.get(session_id) == owner:
+            del self._held[session_id]
         self._check()
         with _translated(
             self.path, "releasing the writer lease", write=True, session_id=session_id
         ):
             await self._call_writer(ops.release_lease, session_id, owner)
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check()
         with _translated(self.path, "deleting a session", write=True, session_id=session_id):
-            await self._call_writer(ops.delete_session, session_id)
+            await self._call_writer(ops.delete_session, session_id, owner, force)
         self._notify()
 
     # -- reads (the reader connection) ---------------------------------------------------------
@@ -325,8 +360,14 @@ class SQLiteBackend:
             with _translated(self.path, "reading events", write=False, session_id=session_id):
                 return await self._read(ops.select_rows, session_id, seq, count)
 
-        async for rows in rows_in_chunks(fetch, from_seq, limit, _CHUNK):
-            yield rows
+        try:
+            async for rows in rows_in_chunks(fetch, from_seq, limit, _CHUNK):
+                yield rows
+        except ops.UndecodableRow as bad:
+            # The rows before the damaged one are good: a salvage keeps them.
+            if bad.rows:
+                yield bad.rows
+            raise bad.error from None
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         self._check()

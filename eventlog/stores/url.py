@@ -26,7 +26,8 @@ def open_store(url: str, **options: Any) -> LogStore:
 
     Backend options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for
     SQLite and PostgreSQL; for SQLite also ``busy_timeout`` (seconds, default 30),
-    ``poll_interval`` (seconds, default 0.05) and ``inline_write_bytes`` (default 256 KiB);
+    ``poll_interval`` (seconds, default 0.05), ``inline_write_bytes`` (default 256 KiB) and
+    ``table_prefix`` (put before the table names, default none);
     ``data`` (a :class:`MemoryData`) for ``memory:``; for PostgreSQL also ``lease_ttl``
     (seconds a writer lease outlives its host, default 10), ``schema`` (default ``public``, or
     ``?schema=`` in the URL), ``pool_size``, ``connect_timeout`` and ``command_timeout``.

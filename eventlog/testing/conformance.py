@@ -12,7 +12,7 @@ Subclass :class:`StoreConformance` in a test module (the base class name does no
             return open_store(f"sqlite:///{self.path}")
 
         async def tamper_event(self, session_id: str, seq: int) -> None:
-            ...  # side door: flip one byte of the stored event's data
+            ...  # side door: the stored data becomes flip_a_letter(data)
 
 ``make_store`` returns a new, not yet entered store over the same stored data each time it is
 called, so a test can close one and open another to act out a restart.
@@ -33,6 +33,7 @@ from ..errors import (
     SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
+    StoreWriteError,
     UnsupportedFormatError,
     ValidationError,
 )
@@ -43,7 +44,7 @@ from ..session import Session
 from ..stores.logstore import LogStore
 from ..vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
 
-__all__ = ("StoreConformance",)
+__all__ = ("StoreConformance", "flip_a_letter")
 
 
 class _Note(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,8 +63,38 @@ def _turn(session: Session, turn: int, text: str = "hello") -> None:
     session.append("turn/end", TurnEnd(turn=turn, reason="completed"))
 
 
+def _plant_unstorable_time(session: Session) -> None:
+    """Commit a valid event, then swap its queued copy for one whose ``time`` no store column
+    holds (2**63): a row that got past the commit-time checks (a side door into the writer)."""
+    event = session.append("turn/start", TurnStart(turn=1))
+    queued = session._writer._pending[session]  # type: ignore[union-attr]
+    assert queued[-1][0] is event
+    queued[-1] = (msgspec.structs.replace(event, time=2**63), queued[-1][1])
+
+
+async def _texts(store: LogStore, session_id: str) -> list[str]:
+    """The user texts stored in a session, read without the lease."""
+    return [e.data.message.text async for e in store.read(session_id) if e.type == "user/message"]
+
+
 def _same(a: list[Event], b: list[Event]) -> None:
     assert [msgspec.to_builtins(e) for e in a] == [msgspec.to_builtins(e) for e in b]
+
+
+def flip_a_letter(data: bytes) -> bytes:
+    """``data`` (a stored event's JSON) with the case of the first letter of its first
+    ``"text"`` value flipped: still valid JSON that decodes to the same payload, a different
+    text, so only the hash chain can tell. (A flipped quote or brace fails as invalid JSON
+    instead, and a test would pass even with the chain unchecked.)
+
+    :raises ValueError: ``data`` has no ``"text"`` value starting with a letter.
+    """
+    at = data.find(b'"text":"') + len(b'"text":"')
+    if at < len(b'"text":"') or not data[at : at + 1].isalpha():
+        raise ValueError("no text value starting with a letter to flip")
+    flipped = data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1 :]
+    msgspec.json.decode(flipped)  # still valid JSON
+    return flipped
 
 
 @pytest.mark.anyio
@@ -288,6 +319,131 @@ class StoreConformance:
             stored = [e async for e in other.read("s")]
             assert [e.data.message.text for e in stored] == ["first", "winner"]
 
+    # -- hardening: one bad row, stale writers, closed sessions, waiting for a lease ------------
+
+    async def test_an_unstorable_row_fails_only_its_own_session(self) -> None:
+        async with self.make_store(write_delay=3600) as store:
+            bad = await store.create(session_id="bad")
+            good = await store.create(session_id="good")
+            # Both sessions commit into the same round: one good event, then the bad row.
+            _user(bad, "kept")
+            _plant_unstorable_time(bad)
+            _user(good, "one")
+            _user(good, "two")
+            # The bad session's flush names the seq and the cause; the round wrote the others.
+            with pytest.raises(StoreWriteError) as caught:
+                await bad.flush()
+            assert caught.value.seq == 1
+            assert caught.value.message == (
+                "session 'bad', seq 1: the event cannot be stored: time 9223372036854775808 "
+                "is not a 64-bit integer; this session is fenced (events from seq 1 on are "
+                "not written)"
+            )
+            await good.flush()
+            assert (good.durable, bad.durable) == (1, 0)
+            # The bad session stays fenced, with the same error; the good one keeps writing.
+            with pytest.raises(StoreWriteError, match="seq 1: the event cannot be stored"):
+                _user(bad, "after")
+            _user(good, "three")
+            await good.flush()
+        # Reopened: everything flushed is there, the bad row nowhere.
+        async with self.make_store() as store:
+            assert await _texts(store, "good") == ["one", "two", "three"]
+            reopened = await store.open("bad")
+            assert [e.type for e in reopened.events()] == ["user/message"]
+            await reopened.aclose()
+
+    async def test_a_stale_writer_never_writes_into_a_recreated_session(self) -> None:
+        async with self.make_store() as first, self.make_store() as second:
+            # The first store writes the session and keeps it open (it holds the lease).
+            stale = await first.create(session_id="s")
+            _user(stale, "old")
+            await stale.flush()
+            # Another store may not delete a session a live writer holds...
+            with pytest.raises(SessionBusyError, match=r"is open for writing by .*; not deleted"):
+                await second.delete("s")
+            with pytest.raises(ValidationError, match="force must be True or False"):
+                await second.delete("s", force="yes")  # type: ignore[arg-type]
+            assert await _texts(second, "s") == ["old"]
+            # ...unless forced. It creates the session again and writes one event: the stored
+            # head is now 0, the very head the stale writer expects.
+            await second.delete("s", force=True)
+            fresh = await second.create(session_id="s")
+            _user(fresh, "new")
+            await fresh.flush()
+            # The stale writer's next flush is fenced; nothing of it lands in the new session.
+            _user(stale, "stale")
+            with pytest.raises(ConflictError):
+                await stale.flush()
+            assert await _texts(second, "s") == ["new"]
+            _user(fresh, "newer")
+            await fresh.aclose()
+            await stale.aclose()
+        async with self.make_store() as store:
+            reopened = await store.open("s")
+            assert [e.data.message.text for e in reopened.events()] == ["new", "newer"]
+            await reopened.aclose()
+
+    async def test_a_session_whose_writer_is_gone_can_be_deleted(self) -> None:
+        async with self.make_store() as store:
+            await (await store.create(session_id="s")).aclose()
+        # Free (closed), and held by this very store: both deletable without force.
+        async with self.make_store() as store:
+            await store.delete("s")
+            session = await store.create(session_id="s")
+            with pytest.raises(SessionBusyError, match="open for writing in this store"):
+                await store.delete("s")
+            await session.aclose()
+            await store.delete("s")
+
+    async def test_flush_after_close_raises(self) -> None:
+        async with self.make_store() as store:
+            session = await store.create(session_id="s")
+            _user(session, "a")
+            await session.aclose()
+            with pytest.raises(ClosedError, match="session 's' is closed"):
+                await session.flush()
+            left_open = await store.create(session_id="t")
+        with pytest.raises(ClosedError):
+            await left_open.flush()
+
+    async def test_open_waits_for_a_live_writer_to_let_go(self) -> None:
+        async with self.make_store() as first, self.make_store() as second:
+            holder = await first.create(session_id="s")
+            _user(holder, "a")
+            # Without waiting, a live lease is refused at once; a short wait runs out.
+            with pytest.raises(SessionBusyError):
+                await second.open("s")
+            with pytest.raises(SessionBusyError):
+                await second.open("s", wait=0.1)
+            for bad in (-1, float("nan"), float("inf"), 10**400, True, "1"):
+                with pytest.raises(ValidationError, match="wait must be a number of seconds"):
+                    await second.open("s", wait=bad)  # type: ignore[arg-type]
+            # A waiting open returns once the holder closes; the holder closes only after the
+            # waiter was refused at least once (seen through the backend), so it really waited.
+            refused = anyio.Event()
+            acquire = second.backend.acquire_lease
+
+            async def watched(session_id: str, owner: str) -> None:
+                try:
+                    await acquire(session_id, owner)
+                except SessionBusyError:
+                    refused.set()
+                    raise
+
+            second.backend.acquire_lease = watched  # type: ignore[method-assign]
+            opened: list[Session] = []
+            async with anyio.create_task_group() as tg:
+
+                async def wait_and_open() -> None:
+                    opened.append(await second.open("s", wait=60))
+
+                tg.start_soon(wait_and_open)
+                await refused.wait()
+                await holder.aclose()
+            assert [e.type for e in opened[0].events()] == ["user/message"]
+            await opened[0].aclose()
+
     # -- integrity and format ------------------------------------------------------------------
 
     async def test_a_flipped_byte_is_found_on_open_naming_the_seq(self) -> None:
@@ -298,7 +454,13 @@ class StoreConformance:
             _user(await store.create(session_id="other-untouched"), "fine")
         await self.tamper_event("s", 3)
         async with self.make_store() as store:
-            with pytest.raises(CorruptLogError, match=r"session 's', seq 3") as caught:
+            # The tampered row still decodes (read does not check the chain): only the hash
+            # chain can find it.
+            texts = [e.data.message.text async for e in store.read("s")]
+            assert texts[3] == "Message 3"
+            with pytest.raises(
+                CorruptLogError, match=r"session 's', seq 3: hash mismatch"
+            ) as caught:
                 await store.open("s")
             assert caught.value.seq == 3
             # Salvage opens read-only up to the last good event.

@@ -43,6 +43,11 @@ class FaultyBackend:
     :ivar crashed: True once the simulated crash happened.
     """
 
+    #: Hides the wrapped backend's one-hop write (the SQLite backend's ``start_write``, which
+    #: the store would call instead of ``write``): every round goes through :meth:`write`,
+    #: where the faults are.
+    start_write = None
+
     def __init__(
         self,
         backend: Backend,
@@ -103,8 +108,8 @@ class FaultyBackend:
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         return await self.inner.list_sessions(after, limit)
 
-    async def delete_session(self, session_id: str) -> None:
-        await self.inner.delete_session(session_id)
+    async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
+        await self.inner.delete_session(session_id, owner, force=force)
 
     async def wait_for_change(self, session_id: str, head: int) -> None:
         await self.inner.wait_for_change(session_id, head)
