@@ -22,13 +22,18 @@ from .errors import (
 )
 from .event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
 from .message import (
+    FilePart,
+    ImagePart,
     Message,
     MessageSource,
     Part,
     ReasoningPart,
+    RedactedReasoningPart,
+    ResultPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    attachment_digest,
 )
 from .registry import EventTypes
 from .session import EventsView, Session
@@ -72,15 +77,19 @@ __all__ = (
     "EventLogError",
     "EventTypes",
     "EventsView",
+    "FilePart",
+    "ImagePart",
     "InboxItem",
     "InboxSpliced",
     "Message",
     "MessageSource",
     "Part",
     "ReasoningPart",
+    "RedactedReasoningPart",
     "ReentrancyError",
     "Replace",
     "RequestHeader",
+    "ResultPart",
     "Session",
     "SessionBusyError",
     "SessionExistsError",
@@ -109,5 +118,6 @@ __all__ = (
     "Usage",
     "UserMessage",
     "ValidationError",
+    "attachment_digest",
     "open_store",
 )

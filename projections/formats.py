@@ -2,13 +2,27 @@
 
 - :func:`to_openai`: the OpenAI Chat Completions ``messages`` list.
 - :func:`to_anthropic`: the Anthropic Messages API ``messages`` list.
+- :func:`to_openai_responses`: the OpenAI Responses API ``input`` items.
 
-Both are pure and total over well-formed messages (a ``user`` message carries text, an
-``assistant`` message reasoning, text and tool calls, a ``tool`` message exactly one result).
+All are pure and total over well-formed messages (a ``user`` message carries text, reasoning,
+images and files; an ``assistant`` message reasoning, redacted reasoning, text and tool calls; a
+``tool`` message exactly one result, whose content is a string or text, image and file parts).
 Reasoning is handled per provider: Chat Completions takes no reasoning input, so it is dropped;
-Anthropic takes back a ``thinking`` block only with the signature it issued, so reasoning
-without one (from another provider, or unsigned) is dropped. A message left with nothing to
-send is omitted. The system prompt is not a message here: it lives in ``request/header``.
+Anthropic takes back a ``thinking`` block only with the signature it issued (and
+``redacted_thinking`` verbatim), so unsigned reasoning is dropped; the Responses API takes back a
+``reasoning`` item only with the id it issued, so reasoning without one is dropped. A message
+left with nothing to send is omitted. The system prompt is not a message here: it lives in
+``request/header``.
+
+Images and files go inline (base64, or a ``data:`` URL) or by URL. A part that references a
+stored attachment is sent with its bytes, which the caller passes as ``attachments`` (digest to
+bytes; ``await session.load_attachments(history)`` gives them).
+
+A part a provider cannot take (an image in a Chat Completions tool result or assistant message, a
+file by URL to Chat Completions, a media type Anthropic does not read) is refused with a
+:class:`~eventlog.ValidationError` naming the message, the part and the provider, unless
+``degrade`` says otherwise: ``"text"`` sends a short text saying what was there, ``"drop"``
+leaves it out.
 """
 
 from __future__ import annotations
@@ -19,21 +33,43 @@ from typing import Any
 import msgspec
 
 from eventlog import (
+    FilePart,
+    ImagePart,
     Message,
     ReasoningPart,
+    RedactedReasoningPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    ValidationError,
 )
 
-__all__ = ("to_anthropic", "to_openai", "tool_input")
+from ._media import (
+    Attachments,
+    Degrade,
+    base64_text,
+    cannot,
+    media_bytes,
+    media_data_url,
+    placeholder,
+    refuse,
+)
+
+__all__ = (
+    "Attachments",
+    "Degrade",
+    "to_anthropic",
+    "to_openai",
+    "to_openai_responses",
+    "tool_input",
+)
 
 _json = msgspec.json.Decoder()
+_MEDIA = (ImagePart, FilePart)
+_REASONING = (ReasoningPart, RedactedReasoningPart)
 
 
-def _refuse(message: Message, reason: str) -> ValidationError:
-    return ValidationError(f"message {message.id!r} ({message.role}): {reason}")
+def _refuse(message: Message, reason: str) -> Any:
+    return refuse(message, reason)
 
 
 def _check_parts(message: Message) -> None:
@@ -42,48 +78,112 @@ def _check_parts(message: Message) -> None:
         if len(message.content) != 1 or not isinstance(message.content[0], ToolResultPart):
             raise _refuse(message, "a tool message must carry exactly one tool result")
         return
-    allowed = (TextPart, ReasoningPart)
+    allowed = (TextPart, *_REASONING, *_MEDIA)
     if message.role == "assistant":
-        allowed = (TextPart, ReasoningPart, ToolCallPart)
+        allowed = (TextPart, *_REASONING, *_MEDIA, ToolCallPart)
     for part in message.content:
         if not isinstance(part, allowed):
             kind = part.__class__.__name__
             raise _refuse(message, f"a {message.role} message cannot carry a {kind}")
 
 
+def _result_parts(part: ToolResultPart) -> tuple[TextPart | ImagePart | FilePart, ...]:
+    if isinstance(part.content, str):
+        return (TextPart(text=part.content),) if part.content else ()
+    return part.content
+
+
+class _Context:
+    """One conversion's options, and the refusal or degradation of a part."""
+
+    def __init__(self, provider: str, attachments: Attachments | None, degrade: Degrade) -> None:
+        self.provider = provider
+        self.attachments = attachments
+        self.degrade = degrade
+
+    def fallback(self, message: Message, part: ImagePart | FilePart, where: str) -> str | None:
+        """The text to send instead of ``part`` (``None``: send nothing).
+
+        :raises ValidationError: ``degrade`` is ``"refuse"``.
+        """
+        if self.degrade == "refuse":
+            raise cannot(message, part, self.provider, where)
+        return placeholder(part) if self.degrade == "text" else None
+
+    def data(self, message: Message, part: ImagePart | FilePart) -> bytes | None:
+        return media_bytes(message, part, self.attachments)
+
+    def url(self, message: Message, part: ImagePart | FilePart) -> str:
+        return media_data_url(message, part, self.attachments)
+
+
 # -- OpenAI Chat Completions -------------------------------------------------------------------
 
 
-def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def to_openai(
+    messages: Iterable[Message],
+    *,
+    attachments: Attachments | None = None,
+    degrade: Degrade = "refuse",
+) -> list[dict[str, Any]]:
     """The OpenAI Chat Completions ``messages`` for ``messages``.
 
-    ``user`` → ``{"role": "user", "content": str | [text parts]}``; ``assistant`` →
-    ``{"role": "assistant", "content": str | None, "tool_calls": [{"id", "type": "function",
-    "function": {"name", "arguments"}}]}`` (``tool_calls`` only when there are some);
-    ``tool`` → ``{"role": "tool", "tool_call_id", "content"}``. OpenAI has no error flag on a
-    tool result: the content says it.
+    ``user`` → ``{"role": "user", "content": str | [parts]}`` with ``text``, ``image_url``
+    (a URL or a ``data:`` URL) and ``file`` (``file_data`` as a ``data:`` URL) parts;
+    ``assistant`` → ``{"role": "assistant", "content": str | None, "tool_calls": [{"id",
+    "type": "function", "function": {"name", "arguments"}}]}`` (``tool_calls`` only when there
+    are some); ``tool`` → ``{"role": "tool", "tool_call_id", "content": str | [text parts]}``.
+    OpenAI has no error flag on a tool result: the content says it.
 
-    :raises ValidationError: a message carries a part its role cannot carry.
+    :raises ValidationError: a message carries a part its role cannot carry, a part Chat
+        Completions cannot take (with ``degrade="refuse"``), or an attachment not in
+        ``attachments``.
     """
+    context = _Context("OpenAI Chat Completions", attachments, degrade)
     out: list[dict[str, Any]] = []
     for message in messages:
         _check_parts(message)
-        converted = _OPENAI[message.role](message)
+        converted = _OPENAI[message.role](message, context)
         if converted is not None:
             out.append(converted)
     return out
 
 
-def _openai_user(message: Message) -> dict[str, Any]:
-    texts = [part.text for part in message.content if isinstance(part, TextPart)]
-    content: str | list[dict[str, str]] = (
-        texts[0] if len(texts) == 1 else [{"type": "text", "text": text} for text in texts]
-    )
-    return {"role": "user", "content": content if texts else ""}
+def _openai_user(message: Message, context: _Context) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            parts.append({"type": "image_url", "image_url": {"url": context.url(message, part)}})
+        elif isinstance(part, FilePart):
+            parts.extend(_openai_file(message, part, context))
+    if all(part["type"] == "text" for part in parts):
+        texts = [part["text"] for part in parts]
+        if len(texts) <= 1:
+            return {"role": "user", "content": texts[0] if texts else ""}
+    return {"role": "user", "content": parts}
 
 
-def _openai_assistant(message: Message) -> dict[str, Any] | None:
-    text = message.text
+def _openai_file(message: Message, part: FilePart, context: _Context) -> list[dict[str, Any]]:
+    data = context.data(message, part)
+    if data is None:
+        text = context.fallback(message, part, "by URL (it takes file data only)")
+        return [] if text is None else [{"type": "text", "text": text}]
+    file: dict[str, Any] = {"file_data": f"data:{part.media_type};base64,{base64_text(data)}"}
+    file["filename"] = part.filename or "file"
+    return [{"type": "file", "file": file}]
+
+
+def _openai_assistant(message: Message, context: _Context) -> dict[str, Any] | None:
+    texts: list[str] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, _MEDIA):
+            text = context.fallback(message, part, "in an assistant message")
+            texts.extend(() if text is None else (text,))
+    text = "".join(texts)
     calls = [
         {
             "id": part.id,
@@ -101,10 +201,21 @@ def _openai_assistant(message: Message) -> dict[str, Any] | None:
     return converted
 
 
-def _openai_tool(message: Message) -> dict[str, Any]:
+def _openai_tool(message: Message, context: _Context) -> dict[str, Any]:
     result = message.content[0]
     assert isinstance(result, ToolResultPart)  # _check_parts
-    return {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+    if isinstance(result.content, str):
+        return {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+    texts: list[dict[str, Any]] = []
+    for part in result.content:
+        text = (
+            part.text
+            if isinstance(part, TextPart)
+            else context.fallback(message, part, "in a tool result (it takes text only)")
+        )
+        if text is not None:
+            texts.append({"type": "text", "text": text})
+    return {"role": "tool", "tool_call_id": result.call_id, "content": texts or ""}
 
 
 _OPENAI = {"user": _openai_user, "assistant": _openai_assistant, "tool": _openai_tool}
@@ -112,23 +223,36 @@ _OPENAI = {"user": _openai_user, "assistant": _openai_assistant, "tool": _openai
 
 # -- Anthropic Messages ------------------------------------------------------------------------
 
+#: The image media types Anthropic reads.
+_ANTHROPIC_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
-def to_anthropic(messages: Iterable[Message]) -> list[dict[str, Any]]:
+
+def to_anthropic(
+    messages: Iterable[Message],
+    *,
+    attachments: Attachments | None = None,
+    degrade: Degrade = "refuse",
+) -> list[dict[str, Any]]:
     """The Anthropic Messages API ``messages`` for ``messages``.
 
     Roles alternate as Anthropic requires: consecutive same-role messages are merged, and a tool
-    message becomes a ``tool_result`` block (``tool_use_id``, ``content``, ``is_error``) of a
-    ``user`` message, placed before any text of that message. Assistant parts become
-    ``thinking`` (with its ``signature``), ``text`` and ``tool_use`` (``input`` parsed from the
-    call's JSON arguments, see :func:`tool_input`) blocks. Empty text is never sent.
+    message becomes a ``tool_result`` block (``tool_use_id``, ``content`` as a string or text
+    and image blocks, ``is_error``) of a ``user`` message, placed before any other block of that
+    message. Assistant parts become ``thinking`` (with its ``signature``),
+    ``redacted_thinking``, ``text`` and ``tool_use`` (``input`` parsed from the call's JSON
+    arguments, see :func:`tool_input`) blocks. Images become ``image`` blocks and files
+    ``document`` blocks (PDF or plain text; base64, text or URL sources). Empty text is never
+    sent.
 
-    :raises ValidationError: a message carries a part its role cannot carry.
+    :raises ValidationError: a message carries a part its role cannot carry, a part Anthropic
+        cannot take (with ``degrade="refuse"``), or an attachment not in ``attachments``.
     """
+    context = _Context("Anthropic Messages", attachments, degrade)
     out: list[dict[str, Any]] = []
     for message in messages:
         _check_parts(message)
         role = "assistant" if message.role == "assistant" else "user"
-        blocks = _anthropic_blocks(message)
+        blocks = _anthropic_blocks(message, context)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -143,7 +267,7 @@ def to_anthropic(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _anthropic_blocks(message: Message) -> list[dict[str, Any]]:
+def _anthropic_blocks(message: Message, context: _Context) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.content:
         if isinstance(part, TextPart):
@@ -154,20 +278,79 @@ def _anthropic_blocks(message: Message) -> list[dict[str, Any]]:
                 blocks.append(
                     {"type": "thinking", "thinking": part.text, "signature": part.signature}
                 )
+        elif isinstance(part, RedactedReasoningPart):
+            blocks.append({"type": "redacted_thinking", "data": part.data})
         elif isinstance(part, ToolCallPart):
             blocks.append(
                 {"type": "tool_use", "id": part.id, "name": part.name, "input": tool_input(part)}
             )
+        elif isinstance(part, ToolResultPart):
+            blocks.append(_anthropic_result(message, part, context))
+        elif message.role == "assistant":
+            text = context.fallback(message, part, "in an assistant message")
+            blocks.extend(() if text is None else ({"type": "text", "text": text},))
         else:
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": part.call_id,
-                "is_error": part.is_error,
-            }
-            if part.content:
-                block["content"] = part.content
-            blocks.append(block)
+            blocks.extend(_anthropic_media(message, part, context))
     return blocks
+
+
+def _anthropic_result(message: Message, part: ToolResultPart, context: _Context) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": part.call_id,
+        "is_error": part.is_error,
+    }
+    if isinstance(part.content, str):
+        if part.content:
+            block["content"] = part.content
+        return block
+    content: list[dict[str, Any]] = []
+    for item in part.content:
+        if isinstance(item, TextPart):
+            if item.text:
+                content.append({"type": "text", "text": item.text})
+        else:
+            content.extend(_anthropic_media(message, item, context))
+    if content:
+        block["content"] = content
+    return block
+
+
+def _anthropic_media(
+    message: Message, part: ImagePart | FilePart, context: _Context
+) -> list[dict[str, Any]]:
+    source = _anthropic_source(message, part, context)
+    if source is None:
+        where = f"of media type {part.media_type!r}"
+        text = context.fallback(message, part, where)
+        return [] if text is None else [{"type": "text", "text": text}]
+    if isinstance(part, ImagePart):
+        return [{"type": "image", "source": source}]
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if part.filename:
+        block["title"] = part.filename
+    return [block]
+
+
+def _anthropic_source(
+    message: Message, part: ImagePart | FilePart, context: _Context
+) -> dict[str, Any] | None:
+    readable = (
+        part.media_type in _ANTHROPIC_IMAGES
+        if isinstance(part, ImagePart)
+        else part.media_type in ("application/pdf", "text/plain")
+    )
+    if not readable:
+        return None
+    data = context.data(message, part)
+    if data is None:
+        return {"type": "url", "url": part.url}
+    if part.media_type == "text/plain":
+        try:
+            return {"type": "text", "media_type": "text/plain", "data": data.decode()}
+        except UnicodeDecodeError:
+            return None
+    return {"type": "base64", "media_type": part.media_type, "data": base64_text(data)}
 
 
 def tool_input(call: ToolCallPart) -> dict[str, Any]:
@@ -185,3 +368,109 @@ def tool_input(call: ToolCallPart) -> dict[str, Any]:
     except msgspec.DecodeError:
         return {"arguments": raw}
     return value if isinstance(value, dict) else {"arguments": raw}
+
+
+# -- OpenAI Responses --------------------------------------------------------------------------
+
+
+def to_openai_responses(
+    messages: Iterable[Message],
+    *,
+    attachments: Attachments | None = None,
+    degrade: Degrade = "refuse",
+) -> list[dict[str, Any]]:
+    """The OpenAI Responses API ``input`` items for ``messages``.
+
+    ``user`` → a ``message`` item with ``input_text``, ``input_image`` and ``input_file``
+    content; ``assistant`` → in the order of its parts, ``reasoning`` items (only reasoning
+    carrying the provider's ``id``; its ``signature`` goes back as ``encrypted_content``),
+    ``message`` items with the text, and ``function_call`` items; ``tool`` →
+    ``function_call_output`` (``output`` a string, or text, image and file items). The API has
+    no error flag on a tool result: the content says it.
+
+    :raises ValidationError: a message carries a part its role cannot carry, a part the
+        Responses API cannot take (with ``degrade="refuse"``), or an attachment not in
+        ``attachments``.
+    """
+    context = _Context("OpenAI Responses", attachments, degrade)
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        _check_parts(message)
+        if message.role == "user":
+            content = [_responses_input(message, p, context) for p in message.content]
+            sent = [item for item in content if item is not None]
+            if sent:
+                out.append({"type": "message", "role": "user", "content": sent})
+        elif message.role == "assistant":
+            out.extend(_responses_assistant(message, context))
+        else:
+            out.append(_responses_output(message, context))
+    return out
+
+
+def _responses_input(message: Message, part: object, context: _Context) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, ImagePart):
+        return {"type": "input_image", "image_url": context.url(message, part), "detail": "auto"}
+    if isinstance(part, FilePart):
+        data = context.data(message, part)
+        if data is None:
+            return {"type": "input_file", "file_url": part.url}
+        return {
+            "type": "input_file",
+            "file_data": f"data:{part.media_type};base64,{base64_text(data)}",
+            "filename": part.filename or "file",
+        }
+    return None  # reasoning in a user message: nothing the API takes as input
+
+
+def _responses_assistant(message: Message, context: _Context) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+
+    def close_text() -> None:
+        if texts:
+            items.append({"type": "message", "role": "assistant", "content": "".join(texts)})
+            texts.clear()
+
+    for part in message.content:
+        if isinstance(part, TextPart):
+            texts.extend((part.text,) if part.text else ())
+        elif isinstance(part, _MEDIA):
+            text = context.fallback(message, part, "in an assistant message")
+            texts.extend(() if text is None else (text,))
+        elif isinstance(part, ReasoningPart) and part.id is not None:
+            close_text()
+            item: dict[str, Any] = {
+                "type": "reasoning",
+                "id": part.id,
+                "summary": [{"type": "summary_text", "text": part.text}] if part.text else [],
+            }
+            if part.signature:
+                item["encrypted_content"] = part.signature
+            items.append(item)
+        elif isinstance(part, ToolCallPart):
+            close_text()
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": part.id,
+                    "name": part.name,
+                    "arguments": part.arguments,
+                }
+            )
+    close_text()
+    return items
+
+
+def _responses_output(message: Message, context: _Context) -> dict[str, Any]:
+    result = message.content[0]
+    assert isinstance(result, ToolResultPart)  # _check_parts
+    output: str | list[dict[str, Any]]
+    if isinstance(result.content, str):
+        output = result.content
+    else:
+        converted = [_responses_input(message, part, context) for part in result.content]
+        output = [item for item in converted if item is not None]
+    return {"type": "function_call_output", "call_id": result.call_id, "output": output}

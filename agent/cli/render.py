@@ -78,7 +78,7 @@ def message_text(message: Message) -> str:
             pieces.append(f"→ {part.name}({part.arguments}) [{part.id}]")
         elif isinstance(part, ToolResultPart):
             marker = "error " if part.is_error else ""
-            pieces.append(f"← {marker}[{part.call_id}] {part.content}")
+            pieces.append(f"← {marker}[{part.call_id}] {part.text}")
     return "\n".join(pieces)
 
 
