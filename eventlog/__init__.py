@@ -5,6 +5,7 @@ stores (flush). See ``DESIGN.md`` §3-§5.
 """
 
 from .errors import (
+    AttachmentNotFoundError,
     BacklogFullError,
     ClosedError,
     ConflictError,
@@ -66,6 +67,7 @@ __all__ = (
     "Append",
     "AssistantAttempt",
     "AssistantMessage",
+    "AttachmentNotFoundError",
     "BacklogFullError",
     "ClosedError",
     "CompactionEnd",

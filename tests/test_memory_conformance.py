@@ -29,3 +29,8 @@ class TestMemoryStore(StoreConformance):
         data[len(data) // 2] ^= 0x01
         rows[seq] = msgspec.structs.replace(row, data=bytes(data))
         assert isinstance(rows[seq], Row)
+
+    async def tamper_attachment(self, digest: str) -> None:
+        data = bytearray(self.data.attachments[digest])
+        data[len(data) // 2] ^= 0x01
+        self.data.attachments[digest] = bytes(data)

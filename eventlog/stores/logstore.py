@@ -11,7 +11,7 @@ import socket
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -19,6 +19,12 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
+from .._attachments import (
+    checked_attachment,
+    may_reference,
+    referenced_digests,
+    verify_attachments,
+)
 from ..codec import GENESIS_HASH, Row, decode_event, encode_payload, make_row, verify_rows
 from ..errors import (
     ClosedError,
@@ -30,6 +36,7 @@ from ..errors import (
 from ..event import Event
 from ..ids import new_session_id, validate_session_id
 from ..loader import LogLoader
+from ..message import Message, attachment_digest
 from ..registry import EventTypes
 from ..session import DEFAULT_MAX_EVENT_BYTES, Session
 from ..surface import SurfaceIndex
@@ -253,6 +260,33 @@ class LogStore:
                 raise
             return loader, exc
         return loader, None
+
+    async def put_attachment(self, data: bytes) -> str:
+        self._check_open()
+        digest = attachment_digest(data)
+        await self.backend.put_attachment(digest, bytes(data))
+        return digest
+
+    async def get_attachment(self, digest: str) -> bytes:
+        self._check_open()
+        return await checked_attachment(self.backend, digest)
+
+    async def load_attachments(self, messages: Iterable[Message]) -> dict[str, bytes]:
+        self._check_open()
+        digests = dict.fromkeys(d for message in messages for d in message.attachments)
+        return {digest: await checked_attachment(self.backend, digest) for digest in digests}
+
+    async def verify_attachments(self, session_id: str) -> int:
+        self._check_open()
+        sid = validate_session_id(session_id)
+        await self.backend.get_session(sid)
+        references: list[tuple[int, list[str]]] = []
+        async for chunk in self.backend.read_rows(sid, 0, None):
+            for row in chunk:
+                if may_reference(row):
+                    event = decode_event(row, self.types, session_id=sid)
+                    references.append((row.seq, referenced_digests(event.data)))
+        return await verify_attachments(self.backend, sid, references)
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()
