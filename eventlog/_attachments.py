@@ -14,14 +14,21 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .codec import Row
+from .codec import Row, decode_event
 from .errors import AttachmentNotFoundError, CorruptLogError
 from .message import Message, attachment_digest
+from .registry import EventTypes
 
 if TYPE_CHECKING:
     from .stores.base import Backend
 
-__all__ = ("checked_attachment", "may_reference", "referenced_digests", "verify_attachments")
+__all__ = (
+    "checked_attachment",
+    "may_reference",
+    "referenced_digests",
+    "row_digests",
+    "verify_attachments",
+)
 
 #: Every stored reference contains this (a msgspec-encoded ``"attachment":"sha256:…"``): rows
 #: without it are skipped without decoding.
@@ -60,6 +67,17 @@ async def checked_attachment(
 def may_reference(row: Row) -> bool:
     """Whether ``row`` may reference an attachment (a byte search, no decoding)."""
     return _MARK in row.data
+
+
+def row_digests(row: Row, types: EventTypes, *, session_id: str) -> list[str]:
+    """The attachment digests the event stored as ``row`` references (decoding it only when
+    its bytes may hold one).
+
+    :raises EventLogError: the row does not decode (see :func:`~eventlog.codec.decode_event`).
+    """
+    if not may_reference(row):
+        return []
+    return referenced_digests(decode_event(row, types, session_id=session_id).data)
 
 
 def referenced_digests(payload: object) -> list[str]:

@@ -41,7 +41,7 @@ def media_bytes(
         raise refuse(
             message,
             f"attachment {part.attachment} is not loaded; pass attachments= "
-            "(await session.load_attachments(messages))",
+            "(await store.load_attachments(messages))",
         )
     return found
 

@@ -16,7 +16,7 @@ left with nothing to send is omitted. The system prompt is not a message here: i
 
 Images and files go inline (base64, or a ``data:`` URL) or by URL. A part that references a
 stored attachment is sent with its bytes, which the caller passes as ``attachments`` (digest to
-bytes; ``await session.load_attachments(history)`` gives them).
+bytes; ``await store.load_attachments(history)`` gives them).
 
 A part a provider cannot take (an image in a Chat Completions tool result or assistant message, a
 file by URL to Chat Completions, a media type Anthropic does not read) is refused with a

@@ -19,12 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-from .._attachments import (
-    checked_attachment,
-    may_reference,
-    referenced_digests,
-    verify_attachments,
-)
+from .._attachments import checked_attachment, row_digests, verify_attachments
 from ..codec import GENESIS_HASH, Row, decode_event, encode_payload, make_row, verify_rows
 from ..errors import (
     ClosedError,
@@ -282,10 +277,9 @@ class LogStore:
         await self.backend.get_session(sid)
         references: list[tuple[int, list[str]]] = []
         async for chunk in self.backend.read_rows(sid, 0, None):
-            for row in chunk:
-                if may_reference(row):
-                    event = decode_event(row, self.types, session_id=sid)
-                    references.append((row.seq, referenced_digests(event.data)))
+            references.extend(
+                (row.seq, row_digests(row, self.types, session_id=sid)) for row in chunk
+            )
         return await verify_attachments(self.backend, sid, references)
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
