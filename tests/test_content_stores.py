@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,3 +184,27 @@ def test_export_and_import_carry_the_attachments(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert f"tampered.jsonl:{len(lines)}: attachment sha256:" in done.stderr
     assert "the file was altered" in done.stderr
+
+
+def test_the_verify_command_finds_a_changed_attachment_naming_the_event(tmp_path: Path) -> None:
+    path = tmp_path / "content.db"
+
+    async def write() -> None:
+        async with open_store(f"sqlite:///{path}") as store:
+            png, screen = await store.put_attachment(PNG), await store.put_attachment(SCREEN)
+            session = await store.create(session_id="content")
+            _write(session, _history(png, screen))
+            await session.aclose()
+
+    anyio.run(write)
+    assert cli("verify", "content", db=path).returncode == 0
+    # Side door: change one byte of the screenshot the tool result (seq 5) shows.
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "UPDATE attachments SET data = ? WHERE digest = ?",
+            (SCREEN[:-1] + b"\x00", attachment_digest(SCREEN)),
+        )
+    db.close()
+    done = cli("verify", "content", db=path)
+    assert done.returncode == 1
+    assert f"seq 5: attachment {attachment_digest(SCREEN)} was altered" in done.stdout
