@@ -231,12 +231,15 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         """The digests of the stored attachments this message references, in order."""
         found: list[str] = []
         for part in self.content:
-            items = part.content if isinstance(part, ToolResultPart) else (part,)
-            found.extend(
-                p.attachment
-                for p in items
-                if isinstance(p, ImagePart | FilePart) and p.attachment is not None
-            )
+            if isinstance(part, ImagePart | FilePart):
+                if part.attachment is not None:
+                    found.append(part.attachment)
+            elif isinstance(part, ToolResultPart) and not isinstance(part.content, str):
+                found.extend(
+                    p.attachment
+                    for p in part.content
+                    if isinstance(p, ImagePart | FilePart) and p.attachment is not None
+                )
         return tuple(found)
 
     @property

@@ -145,17 +145,18 @@ async def test_every_part_round_trips_through_the_store_and_the_converters(url: 
         await session.aclose()
 
 
+async def _sqlite_with_history(path: Path) -> None:
+    """A SQLite file holding the history of :func:`_history` and its two attachments."""
+    async with open_store(f"sqlite:///{path}") as store:
+        png, screen = await store.put_attachment(PNG), await store.put_attachment(SCREEN)
+        session = await store.create(session_id="content")
+        _write(session, _history(png, screen))
+        await session.aclose()
+
+
 def test_export_and_import_carry_the_attachments(tmp_path: Path) -> None:
     source, target = tmp_path / "source.db", tmp_path / "target.db"
-
-    async def write() -> None:
-        async with open_store(f"sqlite:///{source}") as store:
-            png, screen = await store.put_attachment(PNG), await store.put_attachment(SCREEN)
-            session = await store.create(session_id="content")
-            _write(session, _history(png, screen))
-            await session.aclose()
-
-    anyio.run(write)
+    anyio.run(_sqlite_with_history, source)
     # Export writes the events, then one line per attachment they reference.
     exported = tmp_path / "content.jsonl"
     done = cli("export", "content", "-o", str(exported), db=source)
@@ -188,15 +189,7 @@ def test_export_and_import_carry_the_attachments(tmp_path: Path) -> None:
 
 def test_the_verify_command_finds_a_changed_attachment_naming_the_event(tmp_path: Path) -> None:
     path = tmp_path / "content.db"
-
-    async def write() -> None:
-        async with open_store(f"sqlite:///{path}") as store:
-            png, screen = await store.put_attachment(PNG), await store.put_attachment(SCREEN)
-            session = await store.create(session_id="content")
-            _write(session, _history(png, screen))
-            await session.aclose()
-
-    anyio.run(write)
+    anyio.run(_sqlite_with_history, path)
     assert cli("verify", "content", db=path).returncode == 0
     # Side door: change one byte of the screenshot the tool result (seq 5) shows.
     with sqlite3.connect(path) as db:
