@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import sqlite3
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -201,3 +204,35 @@ def test_the_verify_command_finds_a_changed_attachment_naming_the_event(tmp_path
     done = cli("verify", "content", db=path)
     assert done.returncode == 1
     assert f"seq 5: attachment {attachment_digest(SCREEN)} was altered" in done.stdout
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def disk_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The stores whose attachments live outside the process (the memory store holds them)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'content.db'}"
+    else:
+        with fresh_schema() as schema:
+            yield store_url(schema)
+
+
+async def test_open_does_not_read_attachment_bytes(disk_url: str) -> None:
+    big = os.urandom(8 * 2**20)
+    async with open_store(disk_url) as store:
+        digest = await store.put_attachment(big)
+        session = await store.create(session_id="big")
+        _write(session, _history(digest, digest))
+        await session.aclose()
+    async with open_store(disk_url) as store:
+        # Python's allocations while opening stay far below the 8 MiB the events reference.
+        gc.collect()
+        tracemalloc.start()
+        try:
+            session = await store.open("big")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2**20, f"open allocated {peak:,} bytes"
+        # Reading them is what loads them.
+        assert await store.load_attachments(messages(session)) == {digest: big}
+        await session.aclose()
