@@ -26,6 +26,7 @@ from eventlog import (
     Session,
     StepEnd,
     StepStart,
+    StoreWriteError,
     TextPart,
     ToolCall,
     ToolCallPart,
@@ -38,6 +39,7 @@ from eventlog import (
 )
 from eventlog.stores import MemoryData
 from projections import messages, to_anthropic, to_openai, to_openai_responses
+from recovery.testing import FaultyStore, SimulatedCrash
 from tests.cli_fixtures import cli
 from tests.pg_children.server import fresh_schema, store_url
 
@@ -236,3 +238,19 @@ async def test_open_does_not_read_attachment_bytes(disk_url: str) -> None:
         # Reading them is what loads them.
         assert await store.load_attachments(messages(session)) == {digest: big}
         await session.aclose()
+
+
+async def test_a_crashed_faulty_store_stores_no_more_attachments() -> None:
+    data = MemoryData()
+    async with FaultyStore(open_store("memory:", data=data), crash_at=0) as store:
+        # Before the crash an attachment is stored (it is not a group-commit round) ...
+        digest = await store.put_attachment(PNG)
+        session = await store.create(session_id="s")
+        session.append("turn/start", TurnStart(turn=1))
+        with pytest.raises(StoreWriteError, match="simulated crash before the write"):
+            await session.flush()
+        # ... after it, nothing more is.
+        with pytest.raises(SimulatedCrash, match="the store crashed at write 0"):
+            await store.put_attachment(SCREEN)
+        assert await store.get_attachment(digest) == PNG
+    assert set(data.attachments) == {digest}
