@@ -18,11 +18,11 @@ Images and files go inline (base64, or a ``data:`` URL) or by URL. A part that r
 stored attachment is sent with its bytes, which the caller passes as ``attachments`` (digest to
 bytes; ``await store.load_attachments(history)`` gives them).
 
-A part a provider cannot take (an image in a Chat Completions tool result or assistant message, a
-file by URL to Chat Completions, a media type Anthropic does not read) is refused with a
-:class:`~eventlog.ValidationError` naming the message, the part and the provider, unless
-``degrade`` says otherwise: ``"text"`` sends a short text saying what was there, ``"drop"``
-leaves it out.
+A part a provider cannot take (an image in a Chat Completions tool result or assistant message,
+a file by URL or other than a PDF to Chat Completions, a media type the provider does not read)
+is refused with a :class:`~eventlog.ValidationError` naming the message, the part and the
+provider, unless ``degrade`` says otherwise: ``"text"`` sends a short text saying what was
+there, ``"drop"`` leaves it out.
 """
 
 from __future__ import annotations
@@ -149,11 +149,18 @@ def to_openai(
     return out
 
 
+#: The image media types OpenAI reads (and Anthropic: the same four).
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
 def _openai_user(message: Message, context: _Context) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     for part in message.content:
         if isinstance(part, TextPart):
             parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart) and part.media_type not in _IMAGE_TYPES:
+            text = context.fallback(message, part, f"of media type {part.media_type!r}")
+            parts.extend(() if text is None else ({"type": "text", "text": text},))
         elif isinstance(part, ImagePart):
             parts.append({"type": "image_url", "image_url": {"url": context.url(message, part)}})
         elif isinstance(part, FilePart):
@@ -167,8 +174,9 @@ def _openai_user(message: Message, context: _Context) -> dict[str, Any]:
 
 def _openai_file(message: Message, part: FilePart, context: _Context) -> list[dict[str, Any]]:
     data = context.data(message, part)
-    if data is None:
-        text = context.fallback(message, part, "by URL (it takes file data only)")
+    if data is None or part.media_type != "application/pdf":
+        why = "by URL (it takes file data only)" if data is None else "other than a PDF"
+        text = context.fallback(message, part, why)
         return [] if text is None else [{"type": "text", "text": text}]
     file: dict[str, Any] = {"file_data": f"data:{part.media_type};base64,{base64_text(data)}"}
     file["filename"] = part.filename or "file"
@@ -222,9 +230,6 @@ _OPENAI = {"user": _openai_user, "assistant": _openai_assistant, "tool": _openai
 
 
 # -- Anthropic Messages ------------------------------------------------------------------------
-
-#: The image media types Anthropic reads.
-_ANTHROPIC_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
 def to_anthropic(
@@ -336,7 +341,7 @@ def _anthropic_source(
     message: Message, part: ImagePart | FilePart, context: _Context
 ) -> dict[str, Any] | None:
     readable = (
-        part.media_type in _ANTHROPIC_IMAGES
+        part.media_type in _IMAGE_TYPES
         if isinstance(part, ImagePart)
         else part.media_type in ("application/pdf", "text/plain")
     )

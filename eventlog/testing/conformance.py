@@ -357,21 +357,23 @@ class StoreConformance:
             image = ImagePart(media_type="image/png", attachment=digest)
             pdf = FilePart(media_type="application/pdf", data=b"%PDF-1.4", filename="a.pdf")
             message = Message(id="m1", role="user", content=(TextPart(text="look"), image, pdf))
-            session.append("user/message", UserMessage(message=message), surface=APPEND)
-            result = Message.tool_result("c1", (TextPart(text="shot"), image))
             session.append("turn/start", TurnStart(turn=1))
+            session.append("user/message", UserMessage(message=message), surface=APPEND)
+            session.append("step/start", StepStart(turn=1, step=1))
+            session.append("step/end", StepEnd(turn=1, step=1))
+            session.append("turn/end", TurnEnd(turn=1, reason="completed"))
             await session.flush()
             await session.aclose()
-            assert result.attachments == (digest,)
         async with self.make_store() as store:
             # After a restart the event still says what it said and the bytes read back.
             again = await store.open("att")
-            assert again.events()[0].data.message == message
+            assert again.events()[1].data.message == message
             assert await store.get_attachment(digest) == png
+            result = Message.tool_result("c1", (TextPart(text="shot"), image))
             assert await store.load_attachments([message, result]) == {digest: png}
             assert await store.verify_attachments("att") == 1
             # A fork shares the store's attachments.
-            child = await store.fork("att", boundary=0)
+            child = await store.fork("att", boundary=4)
             assert await store.verify_attachments(child.id) == 1
             await child.aclose()
             await again.aclose()
