@@ -26,7 +26,7 @@ def old_db(tmp_path: Path) -> Path:
     return Path(shutil.copy(FIXTURES / "content_v1.db", tmp_path / "content_v1.db"))
 
 
-def _expected() -> dict[str, Any]:
+def expected_snapshot() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((FIXTURES / "content_v1.expected.json").read_text())
     return loaded
 
@@ -37,7 +37,7 @@ def _as_json(value: Any) -> Any:
 
 
 async def test_the_old_log_replays_identically(old_db: Path) -> None:
-    expected = _expected()
+    expected = expected_snapshot()
     async with open_store(f"sqlite:///{old_db}") as store:
         # Every session of the fixture is there, and nothing else.
         assert sorted(info.id for info in await store.list()) == sorted(expected)

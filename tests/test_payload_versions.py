@@ -3,6 +3,7 @@ version refused with a message saying so, and the version shown by the command."
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,16 @@ import pytest
 from eventlog import (
     CorruptLogError,
     EventTypes,
+    Message,
     UnsupportedFormatError,
+    UserMessage,
     ValidationError,
     open_store,
 )
 from eventlog.codec import stored_version
+from projections import messages
 from tests.cli_fixtures import cli
+from tests.test_content_fixture import FIXTURES, expected_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -168,3 +173,25 @@ async def test_the_command_shows_the_stored_version(tmp_path: Path) -> None:
     assert [(e["seq"], e["version"]) for e in shown["events"]] == [(0, 1), (1, 2)]
     table = cli("show", "n", db=path, COLUMNS="200")
     assert "app/note (v2)" in table.stdout
+
+
+class UserMessageV2(UserMessage, frozen=True, kw_only=True):
+    """A core type's next version: the message and the channel it came in on."""
+
+    channel: str
+
+
+async def test_a_core_type_can_take_a_version_and_the_old_fixture_upcasts(tmp_path: Path) -> None:
+    types = EventTypes()
+    types.register_version(
+        "user/message", UserMessageV2, upcast=lambda old: {**old, "channel": "chat"}
+    )
+    db = Path(shutil.copy(FIXTURES / "content_v1.db", tmp_path / "old.db"))
+    async with open_store(f"sqlite:///{db}", types=types) as store:
+        session = await store.open("main")
+        # Every old user/message reads as version 2; the rest of the log is as it was.
+        users = [e.data for e in session.events() if e.type == "user/message"]
+        assert users and all(isinstance(u, UserMessageV2) and u.channel == "chat" for u in users)
+        want = expected_snapshot()["main"]["messages"]
+        assert list(messages(session)) == msgspec.convert(want, list[Message])
+        await session.aclose()
