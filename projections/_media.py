@@ -1,6 +1,5 @@
-"""Where a media part's bytes come from, and what a converter does with a part it cannot send.
-
-Shared by the provider converters in :mod:`projections.formats`.
+"""What every provider converter shares: which parts a role may carry, where a media part's
+bytes come from, and what a converter does with a part its provider cannot take.
 """
 
 from __future__ import annotations
@@ -9,9 +8,32 @@ import base64
 from collections.abc import Mapping
 from typing import Literal
 
-from eventlog import FilePart, ImagePart, Message, ValidationError
+from eventlog import (
+    FilePart,
+    ImagePart,
+    Message,
+    ReasoningPart,
+    RedactedReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ValidationError,
+)
 
-__all__ = ("Attachments", "Degrade", "media_bytes", "media_data_url", "placeholder", "refuse")
+__all__ = (
+    "IMAGE_TYPES",
+    "MEDIA",
+    "REASONING",
+    "Attachments",
+    "Conversion",
+    "Degrade",
+    "base64_text",
+    "check_parts",
+    "media_bytes",
+    "media_data_url",
+    "placeholder",
+    "refuse",
+)
 
 #: Digest (``"sha256:<hex>"``) to bytes, for parts that reference stored attachments.
 Attachments = Mapping[str, bytes]
@@ -78,3 +100,54 @@ def cannot(message: Message, part: object, provider: str, where: str) -> Validat
         f"{provider} cannot take a {kind} {where}; pass degrade='text' or degrade='drop' "
         "to send it otherwise",
     )
+
+
+MEDIA = (ImagePart, FilePart)
+REASONING = (ReasoningPart, RedactedReasoningPart)
+#: The image media types OpenAI and Anthropic read.
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def check_parts(message: Message) -> None:
+    """Refuse a message carrying a part its role cannot carry.
+
+    :raises ValidationError: naming the message and the part.
+    """
+    allowed: tuple[type, ...]
+    if message.role == "tool":
+        if len(message.content) != 1 or not isinstance(message.content[0], ToolResultPart):
+            raise refuse(message, "a tool message must carry exactly one tool result")
+        return
+    allowed = (TextPart, *REASONING, *MEDIA)
+    if message.role == "assistant":
+        allowed = (TextPart, *REASONING, *MEDIA, ToolCallPart)
+    for part in message.content:
+        if not isinstance(part, allowed):
+            kind = part.__class__.__name__
+            raise refuse(message, f"a {message.role} message cannot carry a {kind}")
+
+
+class Conversion:
+    """One conversion's options, and the refusal or degradation of a part."""
+
+    def __init__(self, provider: str, attachments: Attachments | None, degrade: Degrade) -> None:
+        self.provider = provider
+        self.attachments = attachments
+        self.degrade = degrade
+
+    def fallback(self, message: Message, part: ImagePart | FilePart, where: str) -> str | None:
+        """The text to send instead of ``part`` (``None``: send nothing).
+
+        :raises ValidationError: ``degrade`` is ``"refuse"``.
+        """
+        if self.degrade == "refuse":
+            raise cannot(message, part, self.provider, where)
+        return placeholder(part) if self.degrade == "text" else None
+
+    def data(self, message: Message, part: ImagePart | FilePart) -> bytes | None:
+        """The part's bytes (``None`` for a part given by URL); see :func:`media_bytes`."""
+        return media_bytes(message, part, self.attachments)
+
+    def url(self, message: Message, part: ImagePart | FilePart) -> str:
+        """The part's URL, or a ``data:`` URL of its bytes."""
+        return media_data_url(message, part, self.attachments)

@@ -44,15 +44,15 @@ from eventlog import (
 )
 
 from ._media import (
+    IMAGE_TYPES,
+    MEDIA,
     Attachments,
+    Conversion,
     Degrade,
     base64_text,
-    cannot,
-    media_bytes,
-    media_data_url,
-    placeholder,
-    refuse,
+    check_parts,
 )
+from ._responses import to_openai_responses
 
 __all__ = (
     "Attachments",
@@ -64,57 +64,6 @@ __all__ = (
 )
 
 _json = msgspec.json.Decoder()
-_MEDIA = (ImagePart, FilePart)
-_REASONING = (ReasoningPart, RedactedReasoningPart)
-
-
-def _refuse(message: Message, reason: str) -> Any:
-    return refuse(message, reason)
-
-
-def _check_parts(message: Message) -> None:
-    allowed: tuple[type, ...]
-    if message.role == "tool":
-        if len(message.content) != 1 or not isinstance(message.content[0], ToolResultPart):
-            raise _refuse(message, "a tool message must carry exactly one tool result")
-        return
-    allowed = (TextPart, *_REASONING, *_MEDIA)
-    if message.role == "assistant":
-        allowed = (TextPart, *_REASONING, *_MEDIA, ToolCallPart)
-    for part in message.content:
-        if not isinstance(part, allowed):
-            kind = part.__class__.__name__
-            raise _refuse(message, f"a {message.role} message cannot carry a {kind}")
-
-
-def _result_parts(part: ToolResultPart) -> tuple[TextPart | ImagePart | FilePart, ...]:
-    if isinstance(part.content, str):
-        return (TextPart(text=part.content),) if part.content else ()
-    return part.content
-
-
-class _Context:
-    """One conversion's options, and the refusal or degradation of a part."""
-
-    def __init__(self, provider: str, attachments: Attachments | None, degrade: Degrade) -> None:
-        self.provider = provider
-        self.attachments = attachments
-        self.degrade = degrade
-
-    def fallback(self, message: Message, part: ImagePart | FilePart, where: str) -> str | None:
-        """The text to send instead of ``part`` (``None``: send nothing).
-
-        :raises ValidationError: ``degrade`` is ``"refuse"``.
-        """
-        if self.degrade == "refuse":
-            raise cannot(message, part, self.provider, where)
-        return placeholder(part) if self.degrade == "text" else None
-
-    def data(self, message: Message, part: ImagePart | FilePart) -> bytes | None:
-        return media_bytes(message, part, self.attachments)
-
-    def url(self, message: Message, part: ImagePart | FilePart) -> str:
-        return media_data_url(message, part, self.attachments)
 
 
 # -- OpenAI Chat Completions -------------------------------------------------------------------
@@ -139,26 +88,22 @@ def to_openai(
         Completions cannot take (with ``degrade="refuse"``), or an attachment not in
         ``attachments``.
     """
-    context = _Context("OpenAI Chat Completions", attachments, degrade)
+    context = Conversion("OpenAI Chat Completions", attachments, degrade)
     out: list[dict[str, Any]] = []
     for message in messages:
-        _check_parts(message)
+        check_parts(message)
         converted = _OPENAI[message.role](message, context)
         if converted is not None:
             out.append(converted)
     return out
 
 
-#: The image media types OpenAI reads (and Anthropic: the same four).
-_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-
-
-def _openai_user(message: Message, context: _Context) -> dict[str, Any]:
+def _openai_user(message: Message, context: Conversion) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     for part in message.content:
         if isinstance(part, TextPart):
             parts.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImagePart) and part.media_type not in _IMAGE_TYPES:
+        elif isinstance(part, ImagePart) and part.media_type not in IMAGE_TYPES:
             text = context.fallback(message, part, f"of media type {part.media_type!r}")
             parts.extend(() if text is None else ({"type": "text", "text": text},))
         elif isinstance(part, ImagePart):
@@ -172,7 +117,7 @@ def _openai_user(message: Message, context: _Context) -> dict[str, Any]:
     return {"role": "user", "content": parts}
 
 
-def _openai_file(message: Message, part: FilePart, context: _Context) -> list[dict[str, Any]]:
+def _openai_file(message: Message, part: FilePart, context: Conversion) -> list[dict[str, Any]]:
     data = context.data(message, part)
     if data is None or part.media_type != "application/pdf":
         why = "by URL (it takes file data only)" if data is None else "other than a PDF"
@@ -183,12 +128,12 @@ def _openai_file(message: Message, part: FilePart, context: _Context) -> list[di
     return [{"type": "file", "file": file}]
 
 
-def _openai_assistant(message: Message, context: _Context) -> dict[str, Any] | None:
+def _openai_assistant(message: Message, context: Conversion) -> dict[str, Any] | None:
     texts: list[str] = []
     for part in message.content:
         if isinstance(part, TextPart):
             texts.append(part.text)
-        elif isinstance(part, _MEDIA):
+        elif isinstance(part, MEDIA):
             text = context.fallback(message, part, "in an assistant message")
             texts.extend(() if text is None else (text,))
     text = "".join(texts)
@@ -209,7 +154,7 @@ def _openai_assistant(message: Message, context: _Context) -> dict[str, Any] | N
     return converted
 
 
-def _openai_tool(message: Message, context: _Context) -> dict[str, Any]:
+def _openai_tool(message: Message, context: Conversion) -> dict[str, Any]:
     result = message.content[0]
     assert isinstance(result, ToolResultPart)  # _check_parts
     if isinstance(result.content, str):
@@ -252,10 +197,10 @@ def to_anthropic(
     :raises ValidationError: a message carries a part its role cannot carry, a part Anthropic
         cannot take (with ``degrade="refuse"``), or an attachment not in ``attachments``.
     """
-    context = _Context("Anthropic Messages", attachments, degrade)
+    context = Conversion("Anthropic Messages", attachments, degrade)
     out: list[dict[str, Any]] = []
     for message in messages:
-        _check_parts(message)
+        check_parts(message)
         role = "assistant" if message.role == "assistant" else "user"
         blocks = _anthropic_blocks(message, context)
         if not blocks:
@@ -272,7 +217,7 @@ def to_anthropic(
     return out
 
 
-def _anthropic_blocks(message: Message, context: _Context) -> list[dict[str, Any]]:
+def _anthropic_blocks(message: Message, context: Conversion) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.content:
         if isinstance(part, TextPart):
@@ -299,7 +244,9 @@ def _anthropic_blocks(message: Message, context: _Context) -> list[dict[str, Any
     return blocks
 
 
-def _anthropic_result(message: Message, part: ToolResultPart, context: _Context) -> dict[str, Any]:
+def _anthropic_result(
+    message: Message, part: ToolResultPart, context: Conversion
+) -> dict[str, Any]:
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": part.call_id,
@@ -322,7 +269,7 @@ def _anthropic_result(message: Message, part: ToolResultPart, context: _Context)
 
 
 def _anthropic_media(
-    message: Message, part: ImagePart | FilePart, context: _Context
+    message: Message, part: ImagePart | FilePart, context: Conversion
 ) -> list[dict[str, Any]]:
     source = _anthropic_source(message, part, context)
     if source is None:
@@ -338,10 +285,10 @@ def _anthropic_media(
 
 
 def _anthropic_source(
-    message: Message, part: ImagePart | FilePart, context: _Context
+    message: Message, part: ImagePart | FilePart, context: Conversion
 ) -> dict[str, Any] | None:
     readable = (
-        part.media_type in _IMAGE_TYPES
+        part.media_type in IMAGE_TYPES
         if isinstance(part, ImagePart)
         else part.media_type in ("application/pdf", "text/plain")
     )
@@ -373,109 +320,3 @@ def tool_input(call: ToolCallPart) -> dict[str, Any]:
     except msgspec.DecodeError:
         return {"arguments": raw}
     return value if isinstance(value, dict) else {"arguments": raw}
-
-
-# -- OpenAI Responses --------------------------------------------------------------------------
-
-
-def to_openai_responses(
-    messages: Iterable[Message],
-    *,
-    attachments: Attachments | None = None,
-    degrade: Degrade = "refuse",
-) -> list[dict[str, Any]]:
-    """The OpenAI Responses API ``input`` items for ``messages``.
-
-    ``user`` → a ``message`` item with ``input_text``, ``input_image`` and ``input_file``
-    content; ``assistant`` → in the order of its parts, ``reasoning`` items (only reasoning
-    carrying the provider's ``id``; its ``signature`` goes back as ``encrypted_content``),
-    ``message`` items with the text, and ``function_call`` items; ``tool`` →
-    ``function_call_output`` (``output`` a string, or text, image and file items). The API has
-    no error flag on a tool result: the content says it.
-
-    :raises ValidationError: a message carries a part its role cannot carry, a part the
-        Responses API cannot take (with ``degrade="refuse"``), or an attachment not in
-        ``attachments``.
-    """
-    context = _Context("OpenAI Responses", attachments, degrade)
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        _check_parts(message)
-        if message.role == "user":
-            content = [_responses_input(message, p, context) for p in message.content]
-            sent = [item for item in content if item is not None]
-            if sent:
-                out.append({"type": "message", "role": "user", "content": sent})
-        elif message.role == "assistant":
-            out.extend(_responses_assistant(message, context))
-        else:
-            out.append(_responses_output(message, context))
-    return out
-
-
-def _responses_input(message: Message, part: object, context: _Context) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        return {"type": "input_text", "text": part.text}
-    if isinstance(part, ImagePart):
-        return {"type": "input_image", "image_url": context.url(message, part), "detail": "auto"}
-    if isinstance(part, FilePart):
-        data = context.data(message, part)
-        if data is None:
-            return {"type": "input_file", "file_url": part.url}
-        return {
-            "type": "input_file",
-            "file_data": f"data:{part.media_type};base64,{base64_text(data)}",
-            "filename": part.filename or "file",
-        }
-    return None  # reasoning in a user message: nothing the API takes as input
-
-
-def _responses_assistant(message: Message, context: _Context) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    texts: list[str] = []
-
-    def close_text() -> None:
-        if texts:
-            items.append({"type": "message", "role": "assistant", "content": "".join(texts)})
-            texts.clear()
-
-    for part in message.content:
-        if isinstance(part, TextPart):
-            texts.extend((part.text,) if part.text else ())
-        elif isinstance(part, _MEDIA):
-            text = context.fallback(message, part, "in an assistant message")
-            texts.extend(() if text is None else (text,))
-        elif isinstance(part, ReasoningPart) and part.id is not None:
-            close_text()
-            item: dict[str, Any] = {
-                "type": "reasoning",
-                "id": part.id,
-                "summary": [{"type": "summary_text", "text": part.text}] if part.text else [],
-            }
-            if part.signature:
-                item["encrypted_content"] = part.signature
-            items.append(item)
-        elif isinstance(part, ToolCallPart):
-            close_text()
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": part.id,
-                    "name": part.name,
-                    "arguments": part.arguments,
-                }
-            )
-    close_text()
-    return items
-
-
-def _responses_output(message: Message, context: _Context) -> dict[str, Any]:
-    result = message.content[0]
-    assert isinstance(result, ToolResultPart)  # _check_parts
-    output: str | list[dict[str, Any]]
-    if isinstance(result.content, str):
-        output = result.content
-    else:
-        converted = [_responses_input(message, part, context) for part in result.content]
-        output = [item for item in converted if item is not None]
-    return {"type": "function_call_output", "call_id": result.call_id, "output": output}
