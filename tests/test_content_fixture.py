@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from eventlog import Message, open_store
+from eventlog import AttachmentNotFoundError, Message, attachment_digest, open_store
 from projections import messages, to_anthropic, to_openai
 from tests.cli_fixtures import cli
 
@@ -60,3 +61,27 @@ def test_the_old_log_verifies_with_the_command(old_db: Path) -> None:
     done = cli("verify", "--all", db=old_db)
     assert done.returncode == 0, done.stderr
     assert "2 sessions verified, 0 with findings" in done.stdout
+
+
+async def test_the_old_file_gains_an_attachments_table_only_when_one_is_stored(
+    old_db: Path,
+) -> None:
+    png = b"\x89PNG\r\n\x1a\n"
+    async with open_store(f"sqlite:///{old_db}") as store:
+        # Before any attachment is stored the file has no table for them, and says so plainly.
+        with pytest.raises(AttachmentNotFoundError, match="is not stored"):
+            await store.get_attachment(attachment_digest(png))
+        assert not _has_table(old_db, "attachments")
+        # The first one stored creates it; the old sessions still open and verify.
+        digest = await store.put_attachment(png)
+        assert await store.get_attachment(digest) == png
+        await (await store.open("main")).aclose()
+        assert await store.verify_attachments("main") == 0
+    assert _has_table(old_db, "attachments")
+
+
+def _has_table(path: Path, name: str) -> bool:
+    with sqlite3.connect(path) as db:
+        found = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    db.close()
+    return found is not None
