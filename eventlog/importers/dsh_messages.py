@@ -119,15 +119,21 @@ def _image(raw: dict[str, Any], losses: Losses) -> ImagePart | TextPart:
     """The image as a reference to its attachment; a placeholder text when it names none."""
     losses.extra_keys("image part", raw, frozenset({"type", "attachment"}))
     attachment = raw.get("attachment")
-    digest = attachment.get("attachmentId") if isinstance(attachment, dict) else None
-    media_type = attachment.get("mediaType") if isinstance(attachment, dict) else None
+    if not isinstance(attachment, dict):
+        attachment = {}
+    digest, media_type = attachment.get("attachmentId"), attachment.get("mediaType")
     if isinstance(digest, str) and isinstance(media_type, str):
         try:
-            return ImagePart(media_type=media_type, attachment=digest)
+            part = ImagePart(media_type=media_type, attachment=digest)
         except ValueError:
             pass  # not a sha256 reference, or not a MIME type: the placeholder below
+        else:
+            # Name, size and dimensions have no place in the part (dsh/original keeps them).
+            known = frozenset({"attachmentId", "mediaType"})
+            losses.extra_keys("image part.attachment", attachment, known)
+            return part
     losses.labels.append("image part")
-    return TextPart(text=_image_placeholder(attachment))
+    return TextPart(text=_image_placeholder(raw.get("attachment")))
 
 
 def _result_content(content: Any, losses: Losses) -> str | tuple[ResultPart, ...]:
