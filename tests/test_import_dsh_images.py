@@ -29,7 +29,7 @@ async def test_a_tool_result_image_is_an_image_reference() -> None:
             ImagePart(media_type="image/png", attachment=RED),
         )
         assert "image/png image, 1x1 px, 69 bytes" in results[0].text
-        # Sending it needs the bytes; without them the converter and the store name the digest.
+        # Sending it needs the bytes; without them the store names the digest.
         with pytest.raises(AttachmentNotFoundError, match=f"attachment {RED} is not stored"):
             await store.load_attachments(history)
         # With stand-in bytes under that digest (the real ones are not in the log), it goes
