@@ -71,7 +71,7 @@ def estimate_tokens(message: Message) -> int:
         elif isinstance(part, ToolCallPart):
             chars += len(part.name) + len(part.arguments)
         elif isinstance(part, ToolResultPart):
-            chars += len(part.content)
+            chars += len(part.text)
     return 4 + (chars + 3) // 4
 
 

@@ -101,7 +101,7 @@ def model_script(request: ModelRequest) -> Response:
     results: dict[str, tuple[str, bool]] = {}
     for message in request.messages:
         for part in message.tool_results:
-            results[part.call_id] = (part.content, part.is_error)
+            results[part.call_id] = (part.text, part.is_error)
     if "read-ledger" not in results:
         return Response(
             text="Let me read the code and its test.",
@@ -193,7 +193,7 @@ def _describe(event: Event) -> str:
         part = msg.tool_results[0]
         code = f" [{d.error.code}]" if d.error else ""
         who = " (written by recovery)" if msg.source and msg.source.kind == "recovery" else ""
-        return f"#{part.call_id}{code}{who}: {_short(part.content)!r}"
+        return f"#{part.call_id}{code}{who}: {_short(part.text)!r}"
     if t == "agent/inbox/spliced":
         verb = d.outcome or "queued"
         return f"{d.target} {verb} {len(d.inserted) or d.removed} item(s)"
@@ -218,7 +218,7 @@ def _fates(session: Session) -> list[str]:
         elif result.error is not None:
             fate = f"{result.error.code} ({result.error.name})"
         else:
-            fate = "ok: " + _short(result.message.tool_results[0].content, 40)
+            fate = "ok: " + _short(result.message.tool_results[0].text, 40)
         seqs = f"call@{call.call} result@{call.result}"
         lines.append(
             f"  {call.turn}.{call.step}  {call.name:<10} #{call.call_id:<14} {seqs:<20} {fate}"
@@ -249,7 +249,7 @@ async def report(workdir: Path, killed: str) -> None:
             print(f"\n== The crash ==\n  {killed}")
             print("\n== What the model saw after recovery (its next request, last messages) ==")
             for message in _seen_after_recovery(session)[-3:]:
-                text = message.text or message.tool_results[0].content
+                text = message.text or message.tool_results[0].text
                 body = textwrap.fill(text, 92, initial_indent="    ", subsequent_indent="    ")
                 print(f"  [{message.role}]\n{body}")
             final = messages(session)[-1].text

@@ -1,7 +1,7 @@
 """``python -m benchmarks [SUITE ...] [--quick]``: print measured figures.
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
-``peers``.
+``peers``, ``content`` (open with attachments).
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -21,8 +21,9 @@ SUITES = {
     "sqlite": "benchmarks.sqlite_bench",
     "postgres": "benchmarks.postgres_bench",
     "peers": "benchmarks.peers",
+    "content": "benchmarks.content_bench",
 }
-DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres")
+DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres", "content")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ stores (flush). See ``DESIGN.md`` §3-§5.
 """
 
 from .errors import (
+    AttachmentNotFoundError,
     BacklogFullError,
     ClosedError,
     ConflictError,
@@ -22,13 +23,18 @@ from .errors import (
 )
 from .event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
 from .message import (
+    FilePart,
+    ImagePart,
     Message,
     MessageSource,
     Part,
     ReasoningPart,
+    RedactedReasoningPart,
+    ResultPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    attachment_digest,
 )
 from .registry import EventTypes
 from .session import EventsView, Session
@@ -61,6 +67,7 @@ __all__ = (
     "Append",
     "AssistantAttempt",
     "AssistantMessage",
+    "AttachmentNotFoundError",
     "BacklogFullError",
     "ClosedError",
     "CompactionEnd",
@@ -72,15 +79,19 @@ __all__ = (
     "EventLogError",
     "EventTypes",
     "EventsView",
+    "FilePart",
+    "ImagePart",
     "InboxItem",
     "InboxSpliced",
     "Message",
     "MessageSource",
     "Part",
     "ReasoningPart",
+    "RedactedReasoningPart",
     "ReentrancyError",
     "Replace",
     "RequestHeader",
+    "ResultPart",
     "Session",
     "SessionBusyError",
     "SessionExistsError",
@@ -109,5 +120,6 @@ __all__ = (
     "Usage",
     "UserMessage",
     "ValidationError",
+    "attachment_digest",
     "open_store",
 )

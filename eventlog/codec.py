@@ -12,9 +12,10 @@ from typing import Any
 
 import msgspec
 
+from ._versions import mark_version, split_version
 from .errors import CorruptLogError, UnsupportedFormatError, ValidationError
 from .event import APPEND, Event, Replace, SurfaceOp, Unknown
-from .registry import EventTypes, TypeInfo, find_non_finite
+from .registry import EventTypes, NewerVersion, TypeInfo, find_non_finite
 
 __all__ = (
     "FORMAT_VERSION",
@@ -26,6 +27,7 @@ __all__ = (
     "encode_sources",
     "encode_surface",
     "make_row",
+    "stored_version",
     "verify_rows",
 )
 
@@ -55,7 +57,8 @@ def encode_payload(info: TypeInfo, data: Any, *, session_id: str, seq: int) -> t
     """Validate ``data`` against ``info`` and encode it.
 
     Returns a fresh, validated payload instance (decoded from the bytes, so the caller's object
-    is never shared) and the JSON bytes.
+    is never shared) and the stored bytes: the JSON, marked with the type's version when it is
+    past 1 (see :mod:`eventlog._versions`).
 
     :raises ValidationError: wrong payload class, a field of the wrong type, NaN or infinity.
     """
@@ -76,7 +79,7 @@ def encode_payload(info: TypeInfo, data: Any, *, session_id: str, seq: int) -> t
                     info, session_id, seq, f"non-finite number (NaN or infinity) at `{bad}`"
                 )
         raw = _encoder.encode(data)
-        return info.decoder.decode(raw), raw
+        return info.decoder.decode(raw), mark_version(raw, info.version)
     except (msgspec.ValidationError, TypeError) as exc:
         raise _invalid(info, session_id, seq, str(exc)) from exc
 
@@ -170,7 +173,7 @@ def decode_event(row: Row, types: EventTypes, *, session_id: str) -> Event:
                 )
             data: Any = Unknown(bytes(row.data))
         else:
-            data = info.decoder.decode(row.data)
+            data = info.decode(row.data)
         return Event(
             seq=row.seq,
             type=row.type,
@@ -180,6 +183,15 @@ def decode_event(row: Row, types: EventTypes, *, session_id: str) -> Event:
             sources=_sources_decoder.decode(row.sources),
             ignorable=row.ignorable,
         )
+    except NewerVersion as exc:
+        raise UnsupportedFormatError(
+            f"session {session_id!r}, seq {row.seq}: event type {row.type!r} was written as "
+            f"version {exc.stored}, newer than version {exc.known} registered here",
+            session_id=session_id,
+            seq=row.seq,
+            hint="upgrade to the code that registers the newer version, or register it with "
+            "EventTypes.register_version",
+        ) from None
     except (msgspec.DecodeError, ValueError) as exc:
         raise CorruptLogError(
             f"session {session_id!r}, seq {row.seq}: stored event of type {row.type!r} "
@@ -189,6 +201,14 @@ def decode_event(row: Row, types: EventTypes, *, session_id: str) -> Event:
             hint="the row was altered outside eventlog; open with salvage=True to read the "
             "events before it",
         ) from exc
+
+
+def stored_version(data: bytes) -> int:
+    """The payload version stored bytes were written as (1 when unmarked, or malformed)."""
+    try:
+        return split_version(data)[0]
+    except ValueError:
+        return 1
 
 
 def verify_rows(rows: list[Row], prev_hash: bytes, next_seq: int, *, session_id: str) -> bytes:

@@ -7,6 +7,7 @@ Every error carries the location it is about (``session_id``, ``seq``) where the
 from __future__ import annotations
 
 __all__ = (
+    "AttachmentNotFoundError",
     "BacklogFullError",
     "ClosedError",
     "ConflictError",
@@ -98,3 +99,7 @@ class UnsupportedFormatError(EventLogError):
 
 class ClosedError(EventLogError, RuntimeError):
     """The store or session is closed, fenced or read-only."""
+
+
+class AttachmentNotFoundError(EventLogError, LookupError):
+    """No attachment is stored under the digest a part references."""

@@ -14,7 +14,7 @@ import msgspec
 from .codec import GENESIS_HASH, Row, chain_hash, decode_event, decode_surface, verify_rows
 from .errors import CorruptLogError, SurfaceError
 from .event import APPEND, Event
-from .registry import EventTypes
+from .registry import EventTypes, NewerVersion
 from .surface import SurfaceIndex, message_delta, plan_transition
 
 __all__ = ("LogLoader",)
@@ -68,10 +68,10 @@ class LogLoader:
                 event = decode_event(row, self.types, session_id=self.session_id)
             else:
                 try:
-                    payload = info.decoder.decode(data)
+                    payload = info.decode(data)
                     op = APPEND if surface_text == "append" else decode_surface(surface_text)
                     sources = () if sources_text == "[]" else decode_sources(sources_text)
-                except (msgspec.DecodeError, ValueError):
+                except (msgspec.DecodeError, ValueError, NewerVersion):
                     # decode_event raises the CorruptLogError that explains this row.
                     decode_event(row, self.types, session_id=self.session_id)
                     raise

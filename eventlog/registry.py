@@ -14,10 +14,11 @@ from typing import Any
 
 import msgspec
 
+from ._versions import VERSION_KEY, NewerVersion, Upcaster, split_version, upcast
 from .errors import ValidationError
 from .vocabulary import CORE_TYPES, SURFACE_TYPES
 
-__all__ = ("EventTypes", "TypeInfo")
+__all__ = ("EventTypes", "NewerVersion", "TypeInfo")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_.-]*(/[a-z0-9_.-]+)+$")
 
@@ -25,19 +26,56 @@ _NAME = re.compile(r"^[a-z][a-z0-9_.-]*(/[a-z0-9_.-]+)+$")
 class TypeInfo:
     """Everything the log needs to know about one event type (immutable once registered)."""
 
-    __slots__ = ("decoder", "ignorable", "may_hold_float", "name", "payload", "surface")
+    __slots__ = (
+        "decoder",
+        "ignorable",
+        "may_hold_float",
+        "name",
+        "payload",
+        "surface",
+        "upcasters",
+        "version",
+    )
 
-    def __init__(self, name: str, payload: type[Any], *, surface: bool, ignorable: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        payload: type[Any],
+        *,
+        surface: bool,
+        ignorable: bool,
+        upcasters: tuple[Upcaster, ...] = (),
+    ) -> None:
         self.name = name
         self.payload = payload
         self.surface = surface
         self.ignorable = ignorable
+        #: ``upcasters[k]`` turns version ``k + 1`` into ``k + 2``; the version is one more.
+        self.upcasters = upcasters
+        self.version = len(upcasters) + 1
         self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(payload)
         # Only payloads that can hold a float need the (slower) non-finite scan at commit.
         self.may_hold_float = _may_hold_float(msgspec.inspect.type_info(payload))
 
+    def decode(self, data: bytes) -> Any:
+        """The payload stored as ``data``, upcast to this version.
+
+        :raises NewerVersion: ``data`` was written as a newer version than this one.
+        :raises msgspec.DecodeError: (or ``ValueError``) ``data`` does not decode.
+        """
+        if not data.startswith(b'{"_v":'):
+            if self.upcasters:
+                return upcast(data, 1, self.upcasters, self.payload)
+            return self.decoder.decode(data)
+        version, body = split_version(data)
+        if version == self.version:
+            return self.decoder.decode(body)
+        if version > self.version:
+            raise NewerVersion(version, self.version)
+        return upcast(body, version, self.upcasters, self.payload)
+
     def __repr__(self) -> str:
-        return f"TypeInfo({self.name!r}, {self.payload.__name__})"
+        return f"TypeInfo({self.name!r}, {self.payload.__name__}, version {self.version})"
 
 
 def _may_hold_float(info: msgspec.inspect.Type, seen: set[int] | None = None) -> bool:
@@ -115,6 +153,50 @@ class EventTypes:
                 f"event type {name!r}: payload {payload!r} is not usable: {exc}"
             ) from exc
         self._types[name] = info
+
+    def register_version(self, name: str, payload: type[Any], *, upcast: Upcaster) -> int:
+        """Register the next version of a registered type; return its version number.
+
+        Events of the type are written as the new version from now on; reading one written as
+        an older version applies the upcasters from its version up, so it decodes as
+        ``payload``. The stored bytes stay as written, so the hash chain still verifies.
+
+        :param payload: the new payload class (a msgspec Struct, encoded as a JSON object,
+            with no field named ``_v``).
+        :param upcast: turns the builtins form (as decoded from JSON) of the previous version
+            into the builtins form of this one.
+        :raises ValidationError: the type is not registered, or ``payload`` is not usable.
+        """
+        old = self._types.get(name)
+        if old is None:
+            raise ValidationError(f"event type {name!r} is not registered; register it first")
+        if (
+            not (isinstance(payload, type) and issubclass(payload, msgspec.Struct))
+            or getattr(payload, "__struct_config__", None) is None
+            or payload.__struct_config__.array_like
+        ):
+            raise ValidationError(
+                f"event type {name!r}: a versioned payload must be a msgspec Struct encoded as "
+                f"a JSON object, not {payload!r}"
+            )
+        if VERSION_KEY in payload.__struct_encode_fields__:
+            raise ValidationError(
+                f"event type {name!r}: the field name {VERSION_KEY!r} is reserved"
+            )
+        try:
+            info = TypeInfo(
+                name,
+                payload,
+                surface=old.surface,
+                ignorable=old.ignorable,
+                upcasters=(*old.upcasters, upcast),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(
+                f"event type {name!r}: payload {payload!r} is not usable: {exc}"
+            ) from exc
+        self._types[name] = info
+        return info.version
 
     def get(self, name: str) -> TypeInfo | None:
         """The registration of ``name``, or ``None``."""

@@ -215,7 +215,7 @@ def _pruning_refusal(
     return None
 
 
-def _with_content(old: ToolResult, message_id: str, content: str) -> ToolResult:
+def _with_content(old: ToolResult, message_id: str, content: object) -> ToolResult:
     part = msgspec.structs.replace(old.message.content[0], content=content)
     message = msgspec.structs.replace(old.message, id=message_id, content=(part,))
     return msgspec.structs.replace(old, message=message)

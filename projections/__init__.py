@@ -1,7 +1,7 @@
 """Projections: pure folds over a session's events, caught up lazily when read (DESIGN §6)."""
 
 from .base import Projection, catch_up, events_through, fold
-from .formats import to_anthropic, to_openai, tool_input
+from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses, tool_input
 from .inbox import INBOX, Inbox, InboxProjection, InboxState, inbox, normalize_splice
 from .inbox_splices import Claim, cancel, cancel_all, claim, enqueue, splice
 from .messages import MessagesView, derive, messages
@@ -18,9 +18,11 @@ from .timeline import (
 )
 
 __all__ = (
+    "Attachments",
     "CallKey",
     "CallStatus",
     "Claim",
+    "Degrade",
     "Finding",
     "INBOX",
     "Inbox",
@@ -49,5 +51,6 @@ __all__ = (
     "timeline",
     "to_anthropic",
     "to_openai",
+    "to_openai_responses",
     "tool_input",
 )

@@ -148,7 +148,7 @@ def _recovered_message(outcome: ToolOutcome, call_id: str) -> Message:
         if len(recorded) == 1 and recorded[0].call_id == call_id
         else ToolResultPart(
             call_id=call_id,
-            content=outcome.result.text or "".join(p.content for p in recorded),
+            content=outcome.result.text or "".join(p.text for p in recorded),
             is_error=any(p.is_error for p in recorded),
         )
     )

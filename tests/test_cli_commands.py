@@ -120,6 +120,7 @@ def test_show_filters_by_type_turn_and_seq(db: Path) -> None:
         "sources",
         "ignorable",
         "data",
+        "version",
     }
 
 

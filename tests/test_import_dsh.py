@@ -18,12 +18,14 @@ import pytest
 from eventlog import (
     BacklogFullError,
     Event,
+    ImagePart,
     Message,
     ReasoningPart,
     Session,
     Store,
     TextPart,
     ToolCallPart,
+    ToolResultPart,
     UnsupportedFormatError,
     open_store,
 )
@@ -102,7 +104,7 @@ def raw_skeleton(record: dict[str, Any]) -> tuple[Any, ...]:
     data = record["data"]
     raw = data.get("message", data) if record["type"] != "user/message" else data
     if record["type"] == "tool/result" and "message" not in data:  # the older shape
-        return ("tool", (("tool-result", data["callId"], data["isError"]),))
+        return ("tool", (("tool-result", data["callId"], data["isError"], ()),))
     role = {"user/message": "user", "assistant/message": "assistant"}.get(record["type"], "tool")
     parts: list[tuple[Any, ...]] = []
     for part in raw["content"]:
@@ -112,24 +114,37 @@ def raw_skeleton(record: dict[str, Any]) -> tuple[Any, ...]:
         elif kind == "tool-call":
             parts.append((kind, part["id"], part["arguments"]))
         elif kind == "tool-result":
-            parts.append((kind, part["toolCallId"], part["isError"]))
+            content = part["content"] if isinstance(part["content"], list) else []
+            images = tuple(_raw_image(block) for block in content if block["type"] == "image")
+            parts.append((kind, part["toolCallId"], part["isError"], images))
         else:
-            parts.append(("image",))
+            parts.append(_raw_image(part))
     return (role, tuple(parts))
+
+
+def _raw_image(block: dict[str, Any]) -> tuple[str, str, str]:
+    # An image is its attachment reference: digest and media type.
+    attachment = block["attachment"]
+    return ("image", attachment["attachmentId"], attachment["mediaType"])
 
 
 def skeleton(message: Message) -> tuple[Any, ...]:
     """The same reading of one of our messages."""
     parts: list[tuple[Any, ...]] = []
     for part in message.content:
-        if isinstance(part, TextPart) and part.text.startswith("[image: "):
-            parts.append(("image",))
+        if isinstance(part, ImagePart):
+            assert part.attachment is not None
+            parts.append(("image", part.attachment, part.media_type))
         elif isinstance(part, TextPart | ReasoningPart):
             parts.append(("text" if isinstance(part, TextPart) else "reasoning", part.text))
         elif isinstance(part, ToolCallPart):
             parts.append(("tool-call", part.id, part.arguments))
-        else:
-            parts.append(("tool-result", part.call_id, part.is_error))
+        elif isinstance(part, ToolResultPart):
+            content = () if isinstance(part.content, str) else part.content
+            images = tuple(
+                ("image", p.attachment, p.media_type) for p in content if isinstance(p, ImagePart)
+            )
+            parts.append(("tool-result", part.call_id, part.is_error, images))
     return (message.role, tuple(parts))
 
 

@@ -27,3 +27,8 @@ class TestMemoryStore(StoreConformance):
         row = rows[seq]
         rows[seq] = msgspec.structs.replace(row, data=flip_a_letter(row.data))
         assert isinstance(rows[seq], Row)
+
+    async def tamper_attachment(self, digest: str) -> None:
+        data = bytearray(self.data.attachments[digest])
+        data[len(data) // 2] ^= 0x01
+        self.data.attachments[digest] = bytes(data)

@@ -44,3 +44,19 @@ class TestPostgresStore(StoreConformance):
             )
         finally:
             await conn.close()
+
+    async def tamper_attachment(self, digest: str) -> None:
+        conn = await raw_connection()
+        try:
+            data: bytes = await conn.fetchval(
+                f'SELECT data FROM "{self.schema}".attachments WHERE digest = $1', digest
+            )
+            middle = len(data) // 2
+            flipped = data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1 :]
+            await conn.execute(
+                f'UPDATE "{self.schema}".attachments SET data = $2 WHERE digest = $1',
+                digest,
+                flipped,
+            )
+        finally:
+            await conn.close()

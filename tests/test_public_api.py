@@ -99,8 +99,10 @@ DESIGN_NAMES = {
         "SessionForked EventLogError ValidationError UnknownEventTypeError SurfaceError "
         "ConflictError SessionBusyError SessionNotFoundError SessionExistsError "
         "StoreWriteError BacklogFullError CorruptLogError UnsupportedFormatError ClosedError"
+        # content (wave 2)
+        " ImagePart FilePart RedactedReasoningPart attachment_digest AttachmentNotFoundError"
     ),
-    "projections": "surface messages inbox timeline to_openai to_anthropic",
+    "projections": "surface messages inbox timeline to_openai to_anthropic to_openai_responses",
     "recovery": "scan repair Diagnosis RepairReport",
     "recovery.testing": "agent_runs FaultyStore check_invariants",
 }

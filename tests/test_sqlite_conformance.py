@@ -44,6 +44,16 @@ class TestSQLiteConformance(StoreConformance):
     async def tamper_event(self, session_id: str, seq: int) -> None:
         flip_byte(self.path, session_id, seq)
 
+    async def tamper_attachment(self, digest: str) -> None:
+        with sqlite3.connect(self.path) as db:
+            (data,) = db.execute(
+                "SELECT data FROM attachments WHERE digest = ?", (digest,)
+            ).fetchone()
+            middle = len(data) // 2
+            flipped = data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1 :]
+            db.execute("UPDATE attachments SET data = ? WHERE digest = ?", (flipped, digest))
+        db.close()
+
 
 class TestSQLiteConformanceWritingOnTheThread(TestSQLiteConformance):
     """The same suite with every write round on the store's writer thread: by default the small

@@ -11,7 +11,9 @@ file of several sessions.
 "metadata": {…}, "head": N}`` then N+1 lines ``{"kind": "event", "seq": …, "type": …, "time": …,
 "surface": null | "append" | "replace:START:END", "sources": […], "ignorable": …,
 "hash": "hex", "data": {…}}``. A payload that is not one line of valid JSON (only a damaged
-row) is carried as ``"data_b64"`` (``"data"`` is then ``null``).
+row) is carried as ``"data_b64"`` (``"data"`` is then ``null``). Format 2 adds, after a
+session's events, one ``{"kind": "attachment", "digest": "sha256:…", "data_b64": "…"}`` line per
+attachment its events reference; import checks each against its digest.
 """
 
 from __future__ import annotations
@@ -23,22 +25,25 @@ from typing import Any
 
 import msgspec
 
+from eventlog import attachment_digest
 from eventlog.codec import Row
 from eventlog.stores import SessionRecord
 
 __all__ = (
     "EXPORT_FORMAT",
+    "AttachmentLine",
     "EventLine",
     "ExportedSession",
     "FormatError",
     "SessionLine",
+    "attachment_line",
     "event_line",
     "parse_lines",
     "session_line",
 )
 
-#: Version of the export format; a newer one is refused.
-EXPORT_FORMAT = 1
+#: Version of the export format; a newer one is refused. 2: attachment lines.
+EXPORT_FORMAT = 2
 
 
 class SessionLine(msgspec.Struct, kw_only=True, tag_field="kind", tag="session"):
@@ -67,9 +72,23 @@ class EventLine(msgspec.Struct, kw_only=True, tag_field="kind", tag="event", omi
     data_b64: str | None = None
 
 
+class AttachmentLine(msgspec.Struct, kw_only=True, tag_field="kind", tag="attachment"):
+    """One attachment a session's events reference: its digest and bytes."""
+
+    digest: str
+    data_b64: str
+
+
 _NULL = msgspec.Raw(b"null")
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(SessionLine | EventLine)
+_decoder: msgspec.json.Decoder[SessionLine | EventLine | AttachmentLine] = msgspec.json.Decoder(
+    SessionLine | EventLine | AttachmentLine
+)
+
+
+def attachment_line(digest: str, data: bytes) -> bytes:
+    """The line of one attachment (no newline)."""
+    return _encoder.encode(AttachmentLine(digest=digest, data_b64=base64.b64encode(data).decode()))
 
 
 class FormatError(ValueError):
@@ -129,6 +148,7 @@ class ExportedSession:
     line: int
     rows: list[Row] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
+    attachments: dict[str, bytes] = field(default_factory=dict)
 
 
 def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
@@ -149,6 +169,9 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
             continue
         if current is None:
             raise FormatError(f"{name}:{number}: an event line before any session line")
+        if isinstance(item, AttachmentLine):
+            current.attachments[item.digest] = _attachment(item, name, number)
+            continue
         expected = len(current.rows)
         if item.seq != expected:
             raise FormatError(
@@ -162,7 +185,20 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
     yield _complete(current, name)
 
 
-def _decode(text: bytes, name: str, number: int) -> SessionLine | EventLine:
+def _attachment(item: AttachmentLine, name: str, number: int) -> bytes:
+    try:
+        data = base64.b64decode(item.data_b64, validate=True)
+    except ValueError as exc:
+        raise FormatError(f"{name}:{number}: attachment {item.digest}: {exc}") from None
+    if attachment_digest(data) != item.digest:
+        raise FormatError(
+            f"{name}:{number}: attachment {item.digest}: its bytes hash to "
+            f"{attachment_digest(data)}; the file was altered"
+        )
+    return data
+
+
+def _decode(text: bytes, name: str, number: int) -> SessionLine | EventLine | AttachmentLine:
     try:
         return _decoder.decode(text)
     except msgspec.DecodeError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -10,8 +11,11 @@ import msgspec
 from eventlog import (
     Event,
     EventLogError,
+    FilePart,
+    ImagePart,
     Message,
     ReasoningPart,
+    RedactedReasoningPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -78,8 +82,23 @@ def message_text(message: Message) -> str:
             pieces.append(f"→ {part.name}({part.arguments}) [{part.id}]")
         elif isinstance(part, ToolResultPart):
             marker = "error " if part.is_error else ""
-            pieces.append(f"← {marker}[{part.call_id}] {part.content}")
+            media = "" if isinstance(part.content, str) else _media_text(part.content)
+            pieces.append(f"← {marker}[{part.call_id}] {part.text}{media}")
+        elif isinstance(part, ImagePart | FilePart):
+            pieces.append(_media_text((part,)).strip())
+        elif isinstance(part, RedactedReasoningPart):
+            pieces.append("(redacted reasoning)")
     return "\n".join(pieces)
+
+
+def _media_text(parts: Iterable[object]) -> str:
+    found = []
+    for p in parts:
+        if isinstance(p, ImagePart | FilePart):
+            kind = "image" if isinstance(p, ImagePart) else "file"
+            where = p.attachment or p.url or f"{len(p.data or b'')} bytes"
+            found.append(f" ({kind} {p.media_type} {where})")
+    return "".join(found)
 
 
 def event_summary(event: Event) -> str:

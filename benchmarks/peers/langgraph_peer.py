@@ -68,7 +68,7 @@ def step_messages(turn: int) -> list[list[BaseMessage]]:
         elif type_ == "tool/result":
             part = data.message.tool_results[0]
             pending.append(
-                ToolMessage(content=part.content, tool_call_id=part.call_id, id=data.message.id)
+                ToolMessage(content=part.text, tool_call_id=part.call_id, id=data.message.id)
             )
         elif type_ == "step/end":
             steps.append(pending)

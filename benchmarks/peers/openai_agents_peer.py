@@ -67,7 +67,7 @@ def turn_items(turn: int) -> list[TResponseInputItem]:
             )
         elif type_ == "tool/result":
             items.extend(
-                {"type": "function_call_output", "call_id": part.call_id, "output": part.content}
+                {"type": "function_call_output", "call_id": part.call_id, "output": part.text}
                 for part in data.message.tool_results
             )
     return cast("list[TResponseInputItem]", items)

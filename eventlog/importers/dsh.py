@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from .._attachments import referenced_digests
 from ..errors import EventLogError, ValidationError
 from ..event import APPEND, Replace, SurfaceOp
 from ..registry import EventTypes
@@ -350,6 +351,12 @@ class _Committer:
 
     def _report(self) -> ImportReport:
         records = self.log.records
+        digests = {d for event in self.session.events() for d in referenced_digests(event.data)}
+        if digests:
+            self.notes.append(
+                f"{len(digests)} image attachment(s) are referenced by digest; the log does not "
+                "hold their bytes (store them with store.put_attachment to send them)"
+            )
         if self.clamped:
             self.notes.append(
                 f"{self.clamped} event time(s) earlier than the event before; raised to it"

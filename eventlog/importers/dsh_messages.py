@@ -2,8 +2,11 @@
 
 A dsh message is ``{id, role, content, source}``; content blocks are ``text``, ``reasoning``,
 ``tool-call``, ``tool-result`` (whose own content is a list of blocks) and ``image``. A tool
-result is a ``user`` message in dsh and a ``tool`` message here. Whatever our message model
-cannot hold is recorded as a *loss label* (value-free, so the report can count them).
+result is a ``user`` message in dsh and a ``tool`` message here. An image is a reference to an
+attachment by its sha256 digest: it becomes an :class:`ImagePart` with the same reference (the
+log does not hold the bytes; put them in the store with ``store.put_attachment`` to send them).
+Whatever our message model cannot hold is recorded as a *loss label* (value-free, so the report
+can count them).
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from typing import Any
 import msgspec
 
 from ..message import (
+    ImagePart,
     Message,
     MessageSource,
     Part,
     ReasoningPart,
+    ResultPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -102,28 +107,51 @@ def _part(raw: Any, losses: Losses) -> Part:
         )
         return ToolResultPart(
             call_id=text_field(raw, "toolCallId"),
-            content=_result_text(raw.get("content"), losses),
+            content=_result_content(raw.get("content"), losses),
             is_error=raw.get("isError") is True,
         )
     if kind == "image":
-        losses.labels.append("image part")
-        return TextPart(text=_image_placeholder(raw.get("attachment")))
+        return _image(raw, losses)
     raise Unconvertible(f"message part type {kind!r} is not known")
 
 
-def _result_text(content: Any, losses: Losses) -> str:
-    """A tool result's content blocks as one string (our results hold text only)."""
+def _image(raw: dict[str, Any], losses: Losses) -> ImagePart | TextPart:
+    """The image as a reference to its attachment; a placeholder text when it names none."""
+    losses.extra_keys("image part", raw, frozenset({"type", "attachment"}))
+    attachment = raw.get("attachment")
+    if not isinstance(attachment, dict):
+        attachment = {}
+    digest, media_type = attachment.get("attachmentId"), attachment.get("mediaType")
+    if isinstance(digest, str) and isinstance(media_type, str):
+        try:
+            part = ImagePart(media_type=media_type, attachment=digest)
+        except ValueError:
+            pass  # not a sha256 reference, or not a MIME type: the placeholder below
+        else:
+            # Name, size and dimensions have no place in the part (dsh/original keeps them).
+            known = frozenset({"attachmentId", "mediaType"})
+            losses.extra_keys("image part.attachment", attachment, known)
+            return part
+    losses.labels.append("image part")
+    return TextPart(text=_image_placeholder(raw.get("attachment")))
+
+
+def _result_content(content: Any, losses: Losses) -> str | tuple[ResultPart, ...]:
+    """A tool result's content blocks: one string when they are all text (joined by newlines,
+    as the harness shows them), otherwise the text and image parts in order."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise Unconvertible("a tool-result block's content is neither text nor a list")
-    texts = []
+    parts: list[ResultPart] = []
     for block in content:
         part = _part(block, losses)
-        if not isinstance(part, TextPart):
+        if not isinstance(part, TextPart | ImagePart):
             raise Unconvertible(f"a tool-result block holds a {type(part).__name__}")
-        texts.append(part.text)
-    return "\n".join(texts)
+        parts.append(part)
+    if all(isinstance(part, TextPart) for part in parts):
+        return "\n".join(part.text for part in parts if isinstance(part, TextPart))
+    return tuple(parts)
 
 
 def _image_placeholder(attachment: Any) -> str:

@@ -9,7 +9,7 @@ payload classes. Guarantees are documented here once; implementations do not rep
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -17,6 +17,7 @@ import msgspec
 from ..codec import Row
 from ..errors import SessionBusyError, SessionNotFoundError
 from ..event import Event
+from ..message import Message
 from ..session import Session
 from ..writer import Batch
 
@@ -199,6 +200,45 @@ class Store(Protocol):
         """
         ...
 
+    async def put_attachment(self, data: bytes) -> str:
+        """Store ``data`` once, content-addressed, and return its digest (``"sha256:<hex>"``)
+        for an :class:`~eventlog.ImagePart` or :class:`~eventlog.FilePart` to reference.
+        Durable on return; storing the same bytes again stores nothing. Attachments belong to
+        the store, not to a session: forks share them, and deleting a session keeps them.
+
+        :raises StoreWriteError: nothing was written.
+        """
+        ...
+
+    async def get_attachment(self, digest: str) -> bytes:
+        """The bytes stored under ``digest``, checked against it on every read.
+
+        :raises AttachmentNotFoundError: nothing is stored under ``digest``.
+        :raises CorruptLogError: the stored bytes no longer hash to ``digest``.
+        """
+        ...
+
+    async def load_attachments(self, messages: Iterable[Message]) -> dict[str, bytes]:
+        """The bytes of every attachment ``messages`` reference, by digest (checked as by
+        :meth:`get_attachment`): what the provider converters take as ``attachments``.
+
+        :raises AttachmentNotFoundError: one is not stored.
+        :raises CorruptLogError: one was altered.
+        """
+        ...
+
+    async def verify_attachments(self, session_id: str) -> int:
+        """Check every attachment the session's stored events reference (present, and hashing
+        to its digest); return how many distinct attachments were checked. ``open`` does not
+        read attachments (it costs nothing for them); this, ``eventlog verify`` and every read
+        do.
+
+        :raises SessionNotFoundError: no such session.
+        :raises AttachmentNotFoundError: one is missing (names the first event referencing it).
+        :raises CorruptLogError: one was altered (names the first event referencing it).
+        """
+        ...
+
     async def aclose(self) -> None:
         """Write what is pending, release leases and close. Shielded; idempotent; never
         raises because a write fails.
@@ -277,6 +317,18 @@ class Backend(Protocol):
         :raises SessionBusyError: without ``force``, a live owner other than ``owner`` holds
             the lease.
         """
+        ...
+
+    async def put_attachment(self, digest: str, data: bytes) -> None:
+        """Store ``data`` under its content address ``digest`` (the caller computed it) unless
+        that digest is stored already. Durable on return.
+
+        :raises StoreWriteError: nothing was written.
+        """
+        ...
+
+    async def get_attachment(self, digest: str) -> bytes | None:
+        """The bytes stored under ``digest`` as stored (unchecked), or ``None``."""
         ...
 
     async def wait_for_change(self, session_id: str, head: int) -> None:

@@ -10,7 +10,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -18,6 +18,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
+from .._attachments import checked_attachment, row_digests, verify_attachments
 from ..codec import GENESIS_HASH, Row, decode_event, encode_payload, make_row, verify_rows
 from ..errors import (
     ClosedError,
@@ -29,6 +30,7 @@ from ..errors import (
 from ..event import Event
 from ..ids import new_session_id, validate_session_id
 from ..loader import LogLoader
+from ..message import Message, attachment_digest
 from ..registry import EventTypes
 from ..session import DEFAULT_MAX_EVENT_BYTES, Session
 from ..surface import SurfaceIndex
@@ -308,6 +310,32 @@ class LogStore:
                 raise
             return loader, exc
         return loader, None
+
+    async def put_attachment(self, data: bytes) -> str:
+        self._check_open()
+        digest = attachment_digest(data)
+        await self.backend.put_attachment(digest, bytes(data))
+        return digest
+
+    async def get_attachment(self, digest: str) -> bytes:
+        self._check_open()
+        return await checked_attachment(self.backend, digest)
+
+    async def load_attachments(self, messages: Iterable[Message]) -> dict[str, bytes]:
+        self._check_open()
+        digests = dict.fromkeys(d for message in messages for d in message.attachments)
+        return {digest: await checked_attachment(self.backend, digest) for digest in digests}
+
+    async def verify_attachments(self, session_id: str) -> int:
+        self._check_open()
+        sid = validate_session_id(session_id)
+        await self.backend.get_session(sid)
+        references: list[tuple[int, list[str]]] = []
+        async for chunk in self.backend.read_rows(sid, 0, None):
+            references.extend(
+                (row.seq, row_digests(row, self.types, session_id=sid)) for row in chunk
+            )
+        return await verify_attachments(self.backend, sid, references)
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()

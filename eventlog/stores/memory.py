@@ -30,10 +30,11 @@ class MemoryData:
     records: dict[str, SessionRecord] = field(default_factory=dict)
     rows: dict[str, list[Row]] = field(default_factory=dict)
     leases: dict[str, str] = field(default_factory=dict)
+    attachments: dict[str, bytes] = field(default_factory=dict)
 
     def restarted(self) -> MemoryData:
         """The same stored data as seen by a new process: leases are gone."""
-        return MemoryData(records=self.records, rows=self.rows)
+        return MemoryData(records=self.records, rows=self.rows, attachments=self.attachments)
 
 
 class MemoryBackend:
@@ -143,6 +144,12 @@ class MemoryBackend:
         self.data.rows.pop(session_id, None)
         self.data.leases.pop(session_id, None)
         self._notify()
+
+    async def put_attachment(self, digest: str, data: bytes) -> None:
+        self.data.attachments.setdefault(digest, bytes(data))
+
+    async def get_attachment(self, digest: str) -> bytes | None:
+        return self.data.attachments.get(digest)
 
     async def wait_for_change(self, session_id: str, head: int) -> None:
         rows = self.data.rows.get(session_id)

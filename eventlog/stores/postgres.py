@@ -45,6 +45,7 @@ from ..errors import (
 )
 from ..writer import Batch
 from ._owners import owner_alive
+from ._pg_attachments import insert_attachment, select_attachment
 from ._pg_errors import DRIVER_ERRORS, translate
 from ._pg_leases import Leases
 from ._pg_listen import Listener, Notifier
@@ -309,6 +310,18 @@ class PostgresBackend:
                     raise session_not_found(session_id)
                 await conn.execute(self._sql.delete_events, session_id)
         self._leases.held.pop(session_id, None)
+
+    async def put_attachment(self, digest: str, data: bytes) -> None:
+        self._check_open()
+        with self._translate(f"storing attachment {digest}"):
+            async with self._pool.acquire() as conn:
+                await insert_attachment(conn, self.schema, digest, data)
+
+    async def get_attachment(self, digest: str) -> bytes | None:
+        self._check_open()
+        with self._translate(f"reading attachment {digest}", write=False):
+            async with self._pool.acquire() as conn:
+                return await select_attachment(conn, self.schema, digest)
 
     # -- writing -------------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from ..codec import Row
 from ..errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
 from ..writer import Batch, WriteDone
 from . import _sqlite_ops as ops
+from ._sqlite_attachments import insert_attachment, select_attachment
 from ._sqlite_schema import (
     SYNCHRONOUS,
     check_table_prefix,
@@ -323,7 +324,17 @@ class SQLiteBackend:
             await self._call_writer(ops.delete_session, session_id, owner, force)
         self._notify()
 
+    async def put_attachment(self, digest: str, data: bytes) -> None:
+        self._check()
+        with _translated(self.path, f"storing attachment {digest}", write=True):
+            await self._call_writer(insert_attachment, digest, data)
+
     # -- reads (the reader connection) ---------------------------------------------------------
+
+    async def get_attachment(self, digest: str) -> bytes | None:
+        self._check()
+        with _translated(self.path, f"reading attachment {digest}", write=False):
+            return await self._read(select_attachment, digest)
 
     async def _read(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)`` on the reader connection, on the event loop's thread, then

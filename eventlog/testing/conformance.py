@@ -14,6 +14,9 @@ Subclass :class:`StoreConformance` in a test module (the base class name does no
         async def tamper_event(self, session_id: str, seq: int) -> None:
             ...  # side door: the stored data becomes flip_a_letter(data)
 
+        async def tamper_attachment(self, digest: str) -> None:
+            ...  # side door: flip one byte of a stored attachment
+
 ``make_store`` returns a new, not yet entered store over the same stored data each time it is
 called, so a test can close one and open another to act out a restart.
 """
@@ -27,6 +30,7 @@ import msgspec
 import pytest
 
 from ..errors import (
+    AttachmentNotFoundError,
     ClosedError,
     ConflictError,
     CorruptLogError,
@@ -38,7 +42,7 @@ from ..errors import (
     ValidationError,
 )
 from ..event import APPEND, Event, Unknown
-from ..message import Message
+from ..message import FilePart, ImagePart, Message, TextPart, attachment_digest
 from ..registry import EventTypes
 from ..session import Session
 from ..stores.logstore import LogStore
@@ -110,6 +114,10 @@ class StoreConformance:
         raise NotImplementedError
 
     # -- create and open -----------------------------------------------------------------------
+
+    async def tamper_attachment(self, digest: str) -> None:
+        """Flip one byte of the stored bytes of attachment ``digest`` (a side door)."""
+        raise NotImplementedError
 
     async def test_create_gives_an_empty_writable_session(self) -> None:
         async with self.make_store() as store:
@@ -497,3 +505,76 @@ class StoreConformance:
             await store.open("s")
         with pytest.raises(ClosedError):
             _user(session, "after close")
+
+    # -- attachments ---------------------------------------------------------------------------
+
+    async def test_attachments_are_stored_once_and_survive_a_restart(self) -> None:
+        png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+        async with self.make_store() as store:
+            # Content-addressed: the digest is the sha256 of the bytes; storing twice is one.
+            digest = await store.put_attachment(png)
+            assert digest == attachment_digest(png)
+            assert await store.put_attachment(png) == digest
+            session = await store.create(session_id="att")
+            image = ImagePart(media_type="image/png", attachment=digest)
+            pdf = FilePart(media_type="application/pdf", data=b"%PDF-1.4", filename="a.pdf")
+            message = Message(id="m1", role="user", content=(TextPart(text="look"), image, pdf))
+            session.append("turn/start", TurnStart(turn=1))
+            session.append("user/message", UserMessage(message=message), surface=APPEND)
+            session.append("step/start", StepStart(turn=1, step=1))
+            session.append("step/end", StepEnd(turn=1, step=1))
+            session.append("turn/end", TurnEnd(turn=1, reason="completed"))
+            await session.flush()
+            await session.aclose()
+        async with self.make_store() as store:
+            # After a restart the event still says what it said and the bytes read back.
+            again = await store.open("att")
+            assert again.events()[1].data.message == message
+            assert await store.get_attachment(digest) == png
+            result = Message.tool_result("c1", (TextPart(text="shot"), image))
+            assert await store.load_attachments([message, result]) == {digest: png}
+            assert await store.verify_attachments("att") == 1
+            # A fork shares the store's attachments.
+            child = await store.fork("att", boundary=4)
+            assert await store.verify_attachments(child.id) == 1
+            await child.aclose()
+            await again.aclose()
+
+    async def test_a_missing_attachment_is_named_where_it_is_read(self) -> None:
+        absent = attachment_digest(b"never stored")
+        async with self.make_store() as store:
+            with pytest.raises(AttachmentNotFoundError, match=f"attachment {absent} is not"):
+                await store.get_attachment(absent)
+            session = await store.create(session_id="gone")
+            image = ImagePart(media_type="image/png", attachment=absent)
+            session.append("turn/start", TurnStart(turn=1))
+            message = Message(id="m", role="user", content=(image,))
+            session.append("user/message", UserMessage(message=message), surface=APPEND)
+            await session.flush()
+            # Opening does not read attachments; verifying names the event referencing it.
+            await session.aclose()
+            await (await store.open("gone")).aclose()
+            with pytest.raises(AttachmentNotFoundError, match="session 'gone', seq 1: "):
+                await store.verify_attachments("gone")
+
+    async def test_a_changed_attachment_byte_is_found_naming_the_event(self) -> None:
+        data = bytes(range(200)) * 10
+        async with self.make_store() as store:
+            digest = await store.put_attachment(data)
+            session = await store.create(session_id="tamper")
+            _turn(session, 1)
+            image = ImagePart(media_type="image/webp", attachment=digest)
+            session.append("turn/start", TurnStart(turn=2))
+            message = Message(id="m", role="user", content=(TextPart(text="see"), image))
+            session.append("user/message", UserMessage(message=message), surface=APPEND)
+            await session.flush()
+            await session.aclose()
+        await self.tamper_attachment(digest)
+        async with self.make_store() as store:
+            # The log itself is intact: it opens (attachments are not read on open) ...
+            await (await store.open("tamper")).aclose()
+            # ... and the changed bytes are caught on verify, naming the event, and on read.
+            with pytest.raises(CorruptLogError, match=f"seq 6: attachment {digest} was altered"):
+                await store.verify_attachments("tamper")
+            with pytest.raises(CorruptLogError, match=f"attachment {digest} was altered"):
+                await store.get_attachment(digest)

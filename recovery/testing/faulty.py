@@ -114,6 +114,16 @@ class FaultyBackend:
     async def wait_for_change(self, session_id: str, head: int) -> None:
         await self.inner.wait_for_change(session_id, head)
 
+    async def put_attachment(self, digest: str, data: bytes) -> None:
+        # Not a counted write (it is not a group-commit round), but a crashed process stores
+        # nothing more.
+        if self.crashed:
+            raise SimulatedCrash(f"attachment {digest}: the store crashed at write {self.crash_at}")
+        await self.inner.put_attachment(digest, data)
+
+    async def get_attachment(self, digest: str) -> bytes | None:
+        return await self.inner.get_attachment(digest)
+
     def __getattr__(self, name: str) -> Any:
         # Optional backend extras (e.g. ``run_background``) pass through too.
         return getattr(self.inner, name)

@@ -117,12 +117,22 @@ def _answered_once(session: Session) -> list[str]:
     return found
 
 
+class _AnyAttachment(dict[str, bytes]):
+    """Every attachment, as empty bytes (the converters only need something to encode)."""
+
+    def get(self, key: str, default: object = None) -> bytes:
+        return b""
+
+
 def _provider_valid(session: Session) -> list[str]:
     history = messages(session)
     found = []
     for name, convert in (("OpenAI", to_openai), ("Anthropic", to_anthropic)):
         try:
-            convert(history)
+            # The shape is what is checked, not the attachments' bytes (any digest reads as
+            # empty bytes here), nor what a provider cannot take by design (an image in an
+            # OpenAI chat tool result): that is the app's choice of ``degrade``.
+            convert(history, attachments=_AnyAttachment(), degrade="text")
         except EventLogError as exc:
             found.append(f"provider: {name} refuses the history: {exc}")
     return found

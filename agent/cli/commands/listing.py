@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eventlog import Event, EventLogError, Session, SessionInfo
-from eventlog.codec import encode_surface
+from eventlog.codec import encode_surface, stored_version
 from eventlog.stores import LogStore
 from projections import timeline
 
@@ -124,12 +124,13 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
 async def _run_show(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
         loaded = await load_session(store, args.session_id)
+        versions = await _stored_versions(store, args.session_id)
     events = [e for e, turn in _with_turns(loaded.session.events()) if _wanted(args, e, turn)]
     if ctx.out.json_mode:
         ctx.out.json(
             {
                 "session": args.session_id,
-                "events": [event_json(e) for e in events],
+                "events": [{**event_json(e), "version": versions.get(e.seq, 1)} for e in events],
                 "fault": fault_json(loaded.fault),
             }
         )
@@ -139,7 +140,7 @@ async def _run_show(args: argparse.Namespace, ctx: Context) -> int:
             table.add_row(
                 str(event.seq),
                 timestamp(event.time),
-                Text(event.type),
+                Text(_versioned(event.type, versions.get(event.seq, 1))),
                 _surface_text(event),
                 ",".join(map(str, event.sources)),
                 Text(event_summary(event)),
@@ -150,6 +151,22 @@ async def _run_show(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out.warn(f"{loaded.fault}; events after it are not shown")
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+async def _stored_versions(store: LogStore, session_id: str) -> dict[int, int]:
+    """The payload version each stored event was written as, where it is not 1."""
+    versions: dict[int, int] = {}
+    async for chunk in store.backend.read_rows(session_id, 0, None):
+        for row in chunk:
+            version = stored_version(row.data)
+            if version != 1:
+                versions[row.seq] = version
+    return versions
+
+
+def _versioned(type_: str, version: int) -> str:
+    # The stored payload version, shown where it is past the first (upcast on read).
+    return type_ if version == 1 else f"{type_} (v{version})"
 
 
 def _surface_text(event: Event) -> str:

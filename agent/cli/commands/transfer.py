@@ -12,13 +12,21 @@ from typing import IO, Protocol
 import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
+from eventlog._attachments import row_digests
 from eventlog.codec import GENESIS_HASH, verify_rows
 from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
 
 from ..context import Context, open_cli_store, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
-from ..jsonl import ExportedSession, FormatError, event_line, parse_lines, session_line
+from ..jsonl import (
+    ExportedSession,
+    FormatError,
+    attachment_line,
+    event_line,
+    parse_lines,
+    session_line,
+)
 from .base import Command
 
 __all__ = ("EXPORT", "IMPORT")
@@ -37,6 +45,7 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
         with _target(args.output, ctx) as out:
             out.write(session_line(record) + b"\n")
             prev, fault = GENESIS_HASH, None
+            digests: dict[str, None] = {}
             # Up to the head read above: a live writer's later events belong to a later export.
             async for chunk in store.backend.read_rows(record.id, 0, record.head + 1):
                 rows = list(chunk)
@@ -44,9 +53,19 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
                 if fault is None:
                     try:
                         verify_rows(rows, prev, rows[0].seq, session_id=record.id)
+                        for row in rows:
+                            digests.update(
+                                dict.fromkeys(row_digests(row, store.types, session_id=record.id))
+                            )
                     except EventLogError as exc:
                         fault = exc
                 prev = rows[-1].hash if rows else prev
+            # The attachments the events reference travel with them (checked as they are read).
+            for digest in digests:
+                try:
+                    out.write(attachment_line(digest, await store.get_attachment(digest)) + b"\n")
+                except EventLogError as exc:
+                    fault = fault or exc
     if fault is not None:
         ctx.out.warn(f"{fault}; exported as stored, but `import` will refuse it")
         return EXIT_FINDINGS
@@ -103,6 +122,8 @@ async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
             _check(store, exported)
             await _must_be_new(store, exported.record.id)
         for exported in sessions:
+            for data in exported.attachments.values():
+                await store.put_attachment(data)
             await store.backend.create_session(exported.record, exported.rows)
     imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
     if ctx.out.json_mode:

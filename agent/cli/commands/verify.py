@@ -1,4 +1,5 @@
-"""``verify``: check the hash chain (and that every event decodes) of one or all sessions."""
+"""``verify``: check the hash chain (and that every event decodes) of one or all sessions, and
+the attachments their events reference."""
 
 from __future__ import annotations
 
@@ -73,8 +74,14 @@ async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
         result["fault"] = fault_json(exc)
         return result
     result["events"] = loaded.stored_events
-    result["ok"] = loaded.fault is None
-    result["fault"] = fault_json(loaded.fault)
+    fault = loaded.fault
+    if fault is None:
+        try:  # the attachments the events reference: present, and still their digests' bytes
+            await store.verify_attachments(info.id)
+        except EventLogError as exc:
+            fault = exc
+    result["ok"] = fault is None
+    result["fault"] = fault_json(fault)
     return result
 
 
