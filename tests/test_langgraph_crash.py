@@ -24,6 +24,7 @@ modes; the final-state check is made where LangGraph's checkpoints are exact (``
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -74,9 +75,9 @@ def zygote() -> Iterator[Zygote]:
     process.close()
 
 
-def _run_and_check(zygote: Zygote, tmp: Path, name: str, kill_at: int, durability: str) -> tuple[
-    int, list[str], dict[str, Any]
-]:
+def _run_and_check(
+    zygote: Zygote, tmp: Path, name: str, kill_at: int, durability: str
+) -> tuple[int, list[str], dict[str, Any]]:
     db, progress, report = tmp / f"{name}.db", tmp / f"{name}.progress", tmp / f"{name}.json"
     status = zygote.command("run", db, progress, kill_at, durability)
     assert zygote.command("check", db, progress, report) == 0, f"{name}: the check failed"
@@ -121,7 +122,7 @@ def test_a_kill_at_any_flush_boundary_loses_nothing_and_resumes(
         # The survivors are a prefix of the reference, each linked to the one before ...
         checkpoints = report["checkpoints"]
         assert [c["step"] for c in checkpoints] == steps[: len(checkpoints)], name
-        for parent, child in zip(checkpoints, checkpoints[1:], strict=False):
+        for parent, child in itertools.pairwise(checkpoints):
             assert child["parent"] == parent["id"], name
             # ... and a checkpoint with a durable successor has every write it had then.
             assert _channels(parent) == by_step[parent["step"]], f"{name}: writes missing"

@@ -15,9 +15,9 @@ before it is not.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 import anyio
 import anyio.from_thread
@@ -31,10 +31,10 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
-    SerializerProtocol,
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import (
     EventLogError,
@@ -219,7 +219,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         thread_id = _thread_of(config)
         ns = config["configurable"].get("checkpoint_ns", "")
         rest = dict(checkpoint)
-        values: dict[str, Any] = rest.pop("channel_values", {})
+        values = cast(dict[str, Any], rest.pop("channel_values", {}))
         dumps = self.serde.dumps_typed
         payload = Checkpointed(
             ns=ns,
@@ -326,7 +326,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         for session in sessions:
             await session.aclose()
 
-    async def __aenter__(self) -> EventlogSaver:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -339,7 +339,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
 
     # -- sync API: runs on the store's loop, from another thread --------------------------------
 
-    def _run(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    def _run(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         if threading.get_ident() == self._loop_thread:
             raise EventLoopThreadError(
                 "a synchronous EventlogSaver method was called on the event loop thread that "

@@ -23,7 +23,7 @@ from ._langgraph_events import (
     register_langgraph_types,
     session_id_for,
 )
-from ._langgraph_saver import EventLoopThreadError, EventlogSaver
+from ._langgraph_saver import EventlogSaver, EventLoopThreadError
 
 __all__ = (
     "CHECKPOINT",

@@ -192,7 +192,7 @@ async def _inspect(db: str) -> dict[str, Any]:
     durable_keys: set[str] = set()
     for t in tuples:
         durable_keys |= _tool_keys(t.checkpoint["channel_values"].get("messages"))
-        for _task, channel, value in t.pending_writes:
+        for _task, channel, value in t.pending_writes or ():
             if channel == "messages":
                 durable_keys |= _tool_keys(value)
     return {
@@ -205,10 +205,10 @@ async def _inspect(db: str) -> dict[str, Any]:
                 "id": t.config["configurable"]["checkpoint_id"],
                 "parent": (t.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
                 "step": t.metadata.get("step"),
-                "writes": sorted([task, channel] for task, channel, _ in t.pending_writes),
+                "writes": sorted([task, channel] for task, channel, _ in t.pending_writes or ()),
             }
             for t in reversed(tuples)
-        ]
+        ],
     }
 
 
