@@ -13,7 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, empty_checkpoint
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    empty_checkpoint,
+)
 
 from agent.integrations.langgraph import (
     CHECKPOINT,
@@ -118,7 +123,8 @@ async def test_concurrent_calls_on_a_new_thread_share_one_session_in_call_order(
         for task in range(20):
             tg.start_soon(saver.aput_writes, parent, [("count", task)], f"task-{task:02d}")
         metadata: CheckpointMetadata = {"step": 1}
-        tg.start_soon(saver.aput, parent, _checkpoint(1), metadata, {"count": 2})
+        versions: ChannelVersions = {"count": 2}
+        tg.start_soon(saver.aput, parent, _checkpoint(1), metadata, versions)
     session = saver._sessions["t"]
     logged = [getattr(e.data, "task_id", "put") for e in session.events()]
     assert logged == [f"task-{task:02d}" for task in range(20)] + ["put"]
