@@ -3,9 +3,11 @@ bridge, deletion, and what a reader that does not know its types sees."""
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -19,6 +21,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     empty_checkpoint,
 )
+from langgraph.graph import END, START, StateGraph
 
 from agent.integrations.langgraph import (
     CHECKPOINT,
@@ -224,3 +227,40 @@ async def test_a_reader_without_the_types_still_opens_the_session(tmp_path: Path
         session = await plain.open(session_id_for("t"))
         assert [type(e.data) for e in session.events()] == [Unknown, Unknown]
         assert [e.type for e in session.events()] == [CHECKPOINT, WRITES]
+
+
+class _Counter(TypedDict):
+    count: int
+
+
+def _readme_block() -> str:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    match = re.search(r"<!-- langgraph:.*?-->\s*```python\n(.*?)```", text, re.S)
+    assert match, "README has no LangGraph block"
+    return match.group(1)
+
+
+async def test_the_readme_block_switches_a_graph_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code = _readme_block()
+    assert len([line for line in code.splitlines() if line.strip()]) == 4
+    # The block as written, inside a coroutine, with a graph builder and input of its own.
+    builder = StateGraph(_Counter)
+    builder.add_node("bump", lambda state: {"count": state["count"] + 1})
+    builder.add_edge(START, "bump")
+    builder.add_edge("bump", END)
+    source = "async def block():\n" + textwrap.indent(code, "    ") + "    return graph\n"
+    namespace: dict[str, Any] = {
+        "open_store": open_store,
+        "builder": builder,
+        "inputs": {"count": 41},
+    }
+    exec(compile(source, "README.md", "exec"), namespace)
+    monkeypatch.chdir(tmp_path)  # the block's relative sessions.db
+    await namespace["block"]()
+    async with open_store("sqlite:///sessions.db", types=langgraph_types()) as store:
+        async with EventlogSaver(store) as saver:
+            graph = builder.compile(checkpointer=saver)
+            state = await graph.aget_state({"configurable": {"thread_id": "chat 42"}})
+    assert state.values == {"count": 42}
