@@ -12,8 +12,9 @@ checkpoint durable before the next step runs: what crash recovery needs). The sa
 - ``AsyncSqliteSaver`` (aiosqlite, same settings), driven by ``ainvoke``.
 
 The graph, per turn: the user message; ``model`` returns an ``AIMessage`` with one tool call;
-``tools`` (the prebuilt ``ToolNode``) runs it; ``model`` answers. Three super-steps and an input
-checkpoint per turn, each followed by a checkpoint and the tasks' writes. The messages channel is
+``tools`` (the prebuilt ``ToolNode``) runs it; ``model`` answers. Five checkpoints per turn (the
+input, then one after each super-step: ``__start__``, ``model``, ``tools``, ``model``), each
+super-step's tasks' writes before the checkpoint after it. The messages channel is
 LangGraph's default ``add_messages``, so every checkpoint stores the whole history so far: bytes
 per checkpoint grow with T for every saver (that is LangGraph's format, not the store's).
 Runs alternate between savers, rotating the order; ratios are eventlog / SqliteSaver per run.
@@ -160,7 +161,7 @@ def _measure(turns: int, runs: int, mode: str) -> dict[str, list[_Run]]:
 
 def main(*, quick: bool = False) -> None:
     print(
-        "(one thread; per turn an input checkpoint and three super-steps; "
+        "(one thread; per turn the input checkpoint and four super-steps; "
         "throughput = checkpoints / invoke wall time; bytes = database file / checkpoints)"
     )
     for mode in MODES:
