@@ -160,6 +160,23 @@ async def test_the_sync_methods_bridge_from_another_thread(saver: EventlogSaver)
     assert [t.checkpoint["id"] for t in listed] == ["1ef-0000"]
 
 
+async def test_the_sync_graph_api_runs_from_a_worker_thread(saver: EventlogSaver) -> None:
+    # graph.invoke calls put/put_writes from LangGraph's own executor threads, concurrently.
+    builder = StateGraph(_Counter)
+    builder.add_node("one", lambda state: {"count": state["count"] + 1})
+    builder.add_node("two", lambda state: {"count": state["count"] * 10})
+    builder.add_edge(START, "one")
+    builder.add_edge("one", "two")
+    builder.add_edge("two", END)
+    graph = builder.compile(checkpointer=saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "sync"}}
+    result = await anyio.to_thread.run_sync(lambda: graph.invoke({"count": 1}, config))
+    assert result == {"count": 20}
+    # The same thread, read back through the async API: every checkpoint is on record.
+    steps = [t.metadata["step"] async for t in saver.alist(config)]
+    assert steps == [2, 1, 0, -1]
+
+
 async def test_a_sync_call_on_the_loop_thread_is_refused_and_changes_nothing(
     saver: EventlogSaver,
 ) -> None:

@@ -85,8 +85,18 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     :meth:`aclose` or :meth:`adelete_thread`; another process opening the same thread gets
     :class:`~eventlog.SessionBusyError`.
 
+    Every method may raise, from the store: :class:`~eventlog.SessionBusyError` (another
+    writer holds the thread's session), :class:`~eventlog.CorruptLogError` (the thread's log
+    fails verification), :class:`~eventlog.ClosedError` (the store is closed); the writing
+    ones :class:`~eventlog.StoreWriteError` (the flush failed: the event stays committed and
+    queued, and the next flush writes it once) and :class:`~eventlog.ValidationError` (an
+    event over the store's ``max_event_bytes``; nothing is committed).
+
     :raises ValidationError: the store was not opened with the saver's types
-        (:func:`langgraph_types` / :func:`register_langgraph_types`).
+        (:func:`langgraph_types` / :func:`register_langgraph_types`); later, a config whose
+        ``thread_id`` is not a string.
+    :raises SessionExistsError: a thread's session id names a session that is not that
+        thread's (its metadata says otherwise); nothing is written to it.
     """
 
     def __init__(self, store: Store, *, serde: SerializerProtocol | None = None) -> None:
