@@ -1,7 +1,7 @@
 """``python -m benchmarks [SUITE ...] [--quick]``: print measured figures.
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
-``peers``, ``content`` (open with attachments).
+``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver).
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -22,8 +22,9 @@ SUITES = {
     "postgres": "benchmarks.postgres_bench",
     "peers": "benchmarks.peers",
     "content": "benchmarks.content_bench",
+    "langgraph": "benchmarks.langgraph_bench",
 }
-DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres", "content")
+DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres", "content", "langgraph")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,7 @@
+"""Framework backends: stores that existing agent frameworks plug into (DESIGN §12).
+
+Each integration is a module of its own (``agent.integrations.langgraph``), importing its
+framework only when imported itself: the framework is an optional extra.
+"""
+
+__all__ = ()

@@ -1,0 +1,171 @@
+"""The LangGraph saver's event types, its session ids, and the fold that rebuilds its index.
+
+A thread's checkpoints and pending writes are two app event types in one eventlog session per
+thread. Both are registered ``ignorable`` so that a reader that does not know them (the
+``eventlog`` command, an app that never imported this module) still opens, verifies and lists
+the session; the saver itself decodes them.
+
+Values stay in LangGraph's own serialisation (``serde.dumps_typed``: a type tag and bytes), so
+what LangGraph reads back is exactly what it wrote; the bytes are base64 in the JSON body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import msgspec
+
+from eventlog import Event, EventTypes, ValidationError
+
+__all__ = (
+    "CHECKPOINT",
+    "WRITES",
+    "Blob",
+    "Checkpointed",
+    "Typed",
+    "Write",
+    "WritesPut",
+    "langgraph_types",
+    "register_langgraph_types",
+    "session_id_for",
+)
+
+#: Type names: part of the on-disk format.
+CHECKPOINT = "langgraph/checkpoint"
+WRITES = "langgraph/writes"
+
+#: Thread ids that are already valid session ids (and short enough for the prefix) are kept
+#: readable; any other text is hashed. The two prefixes differ at their third character, so
+#: no readable id can equal a hashed one.
+_READABLE = re.compile(r"^[A-Za-z0-9._:@-]{1,120}$")
+_READABLE_PREFIX = "lg-"
+_HASHED_PREFIX = "lgh-"
+
+
+class Typed(msgspec.Struct, frozen=True, kw_only=True):
+    """One value as LangGraph's serializer wrote it (``dumps_typed``)."""
+
+    type: str
+    data: bytes
+
+    @classmethod
+    def of(cls, pair: tuple[str, bytes]) -> Typed:
+        return cls(type=pair[0], data=pair[1])
+
+    def pair(self) -> tuple[str, bytes]:
+        return (self.type, self.data)
+
+
+class Blob(msgspec.Struct, frozen=True, kw_only=True):
+    """A channel's value at a new version (``type == "empty"`` when the channel is empty)."""
+
+    channel: str
+    version: str | int | float
+    value: Typed
+
+
+class Checkpointed(msgspec.Struct, frozen=True, kw_only=True):
+    """``langgraph/checkpoint``: one ``put``.
+
+    :ivar checkpoint: the checkpoint without its channel values (those are in ``blobs``, one
+        per channel whose version this checkpoint bumped, as LangGraph's own savers store them).
+    :ivar metadata: the checkpoint metadata merged with the config's, as ``get_checkpoint_metadata``
+        builds it.
+    """
+
+    ns: str
+    id: str
+    parent: str | None
+    checkpoint: Typed
+    metadata: Typed
+    blobs: list[Blob] = msgspec.field(default_factory=list)
+
+
+class Write(msgspec.Struct, frozen=True, kw_only=True):
+    """One pending write: ``idx`` is its position, or the negative ``WRITES_IDX_MAP`` index of a
+    special channel (errors, interrupts), which replaces rather than keeps the first."""
+
+    idx: int
+    channel: str
+    value: Typed
+
+
+class WritesPut(msgspec.Struct, frozen=True, kw_only=True):
+    """``langgraph/writes``: one ``put_writes`` of a task against checkpoint ``checkpoint_id``.
+
+    Only the writes the call changed are logged (a regular write already stored for the same
+    task and index is kept, as every LangGraph saver does).
+    """
+
+    ns: str
+    checkpoint_id: str
+    task_id: str
+    task_path: str = ""
+    writes: list[Write] = msgspec.field(default_factory=list)
+
+
+def register_langgraph_types(types: EventTypes) -> EventTypes:
+    """Register the saver's two event types (ignorable) in ``types`` and return it.
+
+    Types already registered with the same payload are left as they are.
+
+    :raises ValidationError: one of the names is registered with another payload.
+    """
+    for name, payload in ((CHECKPOINT, Checkpointed), (WRITES, WritesPut)):
+        info = types.get(name)
+        if info is None:
+            types.register(name, payload, ignorable=True)
+        elif info.payload is not payload:
+            raise ValidationError(
+                f"event type {name!r} is registered with {info.payload.__name__}, "
+                f"not the LangGraph saver's {payload.__name__}"
+            )
+    return types
+
+
+def langgraph_types() -> EventTypes:
+    """A registry with the core vocabulary and the saver's types: pass it to ``open_store``."""
+    return register_langgraph_types(EventTypes())
+
+
+def session_id_for(thread_id: str) -> str:
+    """The session id of a LangGraph thread: any text maps to a valid id, one id per text.
+
+    A thread id that is already a plain identifier of up to 120 characters stays readable
+    (``lg-<thread id>``); any other text becomes ``lgh-<sha256 of its UTF-8>``.
+
+    :raises ValidationError: ``thread_id`` is not a string.
+    """
+    if not isinstance(thread_id, str):
+        raise ValidationError(f"thread id {thread_id!r} is not a string")
+    if _READABLE.match(thread_id):
+        return _READABLE_PREFIX + thread_id
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return _HASHED_PREFIX + digest
+
+
+def apply(index: Any, thread_id: str, event: Event) -> None:
+    """Fold one event of ``thread_id``'s session into ``index`` (an ``InMemorySaver``'s
+    ``storage``/``writes``/``blobs`` dicts, whose readers then answer ``get_tuple``/``list``).
+
+    The one function that builds the index, on open (every stored event) and at commit: the
+    index is a projection of the log. Events of other types are ignored.
+    """
+    data = event.data
+    if isinstance(data, Checkpointed):
+        for blob in data.blobs:
+            index.blobs[(thread_id, data.ns, blob.channel, blob.version)] = blob.value.pair()
+        index.storage[thread_id][data.ns][data.id] = (
+            data.checkpoint.pair(),
+            data.metadata.pair(),
+            data.parent,
+        )
+    elif isinstance(data, WritesPut):
+        stored = index.writes[(thread_id, data.ns, data.checkpoint_id)]
+        for write in data.writes:
+            key = (data.task_id, write.idx)
+            if write.idx >= 0 and key in stored:
+                continue  # a regular write is kept once (the logged call never holds one)
+            stored[key] = (data.task_id, write.channel, write.value.pair(), data.task_path)

@@ -1,0 +1,418 @@
+"""``EventlogSaver``: a LangGraph checkpointer whose checkpoints and writes are eventlog events.
+
+Each LangGraph thread is one eventlog session (:func:`session_id_for`, the thread id kept in the
+session's metadata). ``put`` appends a ``langgraph/checkpoint`` event, ``put_writes`` a
+``langgraph/writes`` event, each flushed before the call returns. Reads are answered from an
+index folded from those events (:func:`apply`), held in an ``InMemorySaver``'s dicts so that
+``get_tuple``/``list`` answer with LangGraph's own reference semantics.
+
+Ordering is structural: one thread's events are committed in the order the calls were made
+(a FIFO lock per thread covers loading the session and the synchronous ``append``), and a flush
+makes a prefix of the log durable, so a checkpoint is never durable while a write committed
+before it is not.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar, cast
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from eventlog import (
+    EventLogError,
+    Session,
+    SessionExistsError,
+    SessionNotFoundError,
+    Store,
+    ValidationError,
+)
+
+from ._langgraph_events import (
+    CHECKPOINT,
+    WRITES,
+    Blob,
+    Checkpointed,
+    Typed,
+    Write,
+    WritesPut,
+    apply,
+    session_id_for,
+)
+
+__all__ = ("EventLoopThreadError", "EventlogSaver")
+
+T = TypeVar("T")
+_METADATA_KEY = "langgraph"
+
+
+class EventLoopThreadError(EventLogError, RuntimeError):
+    """A synchronous saver method was called on the event loop thread that owns the store:
+    it would wait for that loop while blocking it. Use the ``a``-prefixed method there."""
+
+
+class EventlogSaver(BaseCheckpointSaver[str]):
+    """A LangGraph ``BaseCheckpointSaver`` on an eventlog store.
+
+    Create it inside the event loop that runs the store, on a store opened with the saver's
+    types::
+
+        async with open_store(url, types=langgraph_types()) as store:
+            graph = builder.compile(checkpointer=EventlogSaver(store))
+
+    Guarantees: ``aput``/``aput_writes`` return once their event is durable (flushed); one
+    thread's events are committed in call order, so writes are durable before any checkpoint
+    put after them; concurrent calls (LangGraph's executor) are safe; the synchronous methods
+    may be called from any other thread (they run on the store's loop and wait for it).
+    The saver holds each thread's session open for writing (its lease) until
+    :meth:`aclose` or :meth:`adelete_thread`; another process opening the same thread gets
+    :class:`~eventlog.SessionBusyError`.
+
+    Every method may raise, from the store: :class:`~eventlog.SessionBusyError` (another
+    writer holds the thread's session), :class:`~eventlog.CorruptLogError` (the thread's log
+    fails verification), :class:`~eventlog.ClosedError` (the store is closed); the writing
+    ones :class:`~eventlog.StoreWriteError` (the flush failed: the event stays committed and
+    queued, and the next flush writes it once) and :class:`~eventlog.ValidationError` (an
+    event over the store's ``max_event_bytes``; nothing is committed).
+
+    :raises ValidationError: the store was not opened with the saver's types
+        (:func:`langgraph_types` / :func:`register_langgraph_types`); later, a config whose
+        ``thread_id`` is not a string.
+    :raises SessionExistsError: a thread's session id names a session that is not that
+        thread's (its metadata says otherwise); nothing is written to it.
+    """
+
+    def __init__(self, store: Store, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        types = getattr(store, "types", None)
+        if types is None or CHECKPOINT not in types or WRITES not in types:
+            raise ValidationError(
+                f"the store does not know the event types {CHECKPOINT!r} and {WRITES!r}",
+                hint="open it with open_store(url, types=langgraph_types())",
+            )
+        self._store = store
+        self._index = InMemorySaver(serde=self.serde)
+        self._sessions: dict[str, Session] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._token = anyio.lowlevel.current_token()
+        self._loop_thread = threading.get_ident()
+
+    def __repr__(self) -> str:
+        return f"EventlogSaver({len(self._sessions)} threads open)"
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def _lock(self, thread_id: str) -> anyio.Lock:
+        # anyio's Lock is FIFO: the calls of one thread commit in the order they were made.
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            lock = self._locks[thread_id] = anyio.Lock()
+        return lock
+
+    async def _session(self, thread_id: str, *, create: bool) -> Session | None:
+        """The thread's open session, loading (and folding) it on first use. Lock held."""
+        session = self._sessions.get(thread_id)
+        if session is not None:
+            return session
+        session_id = session_id_for(thread_id)
+        try:
+            session = await self._store.open(session_id)
+        except SessionNotFoundError:
+            if not create:
+                return None
+            metadata = {_METADATA_KEY: {"thread_id": thread_id}}
+            session = await self._store.create(session_id=session_id, metadata=metadata)
+        else:
+            owner = session.metadata.get(_METADATA_KEY, {})
+            if not isinstance(owner, dict) or owner.get("thread_id") != thread_id:
+                await session.aclose()
+                raise SessionExistsError(
+                    f"session {session_id!r} is not LangGraph thread {thread_id!r}'s "
+                    f"(its metadata says {owner!r})",
+                    session_id=session_id,
+                )
+            for event in session.events():
+                apply(self._index, thread_id, event)
+        self._sessions[thread_id] = session
+        return session
+
+    async def _load(self, thread_id: str) -> None:
+        if thread_id not in self._sessions:
+            async with self._lock(thread_id):
+                await self._session(thread_id, create=False)
+
+    async def _load_all(self) -> None:
+        """Load every LangGraph thread of the store (``list`` without a thread)."""
+        after: str | None = None
+        while True:
+            page = await self._store.list(after=after, limit=100)
+            for info in page:
+                owner = info.metadata.get(_METADATA_KEY)
+                if info.error is None and isinstance(owner, dict):
+                    thread_id = owner.get("thread_id")
+                    if isinstance(thread_id, str) and session_id_for(thread_id) == info.id:
+                        await self._load(thread_id)
+            if len(page) < 100:
+                return
+            after = page[-1].id
+
+    async def _commit(self, thread_id: str, type_: str, payload: Any) -> Session:
+        async with self._lock(thread_id):
+            session = await self._session(thread_id, create=True)
+            assert session is not None  # create=True
+            event = session.append(type_, payload)
+            apply(self._index, thread_id, event)
+        return session
+
+    # -- async API -----------------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its ``checkpoint_id``, else the thread's latest)
+        with its pending writes, or ``None``."""
+        await self._load(_thread_of(config))
+        return self._index.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints newest first, as LangGraph's ``InMemorySaver`` lists them; without a
+        ``config``, every thread of the store."""
+        for item in await self._list(config, filter, before, limit):
+            yield item
+
+    async def _list(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> list[CheckpointTuple]:
+        if config is None:
+            await self._load_all()
+        else:
+            await self._load(_thread_of(config))
+        # Taken whole before yielding: a put during the caller's iteration must not change
+        # the dicts under the iterator.
+        return list(self._index.list(config, filter=filter, before=before, limit=limit))
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Log the checkpoint (and the values of the channels in ``new_versions``) and return
+        once it is durable."""
+        thread_id = _thread_of(config)
+        ns = config["configurable"].get("checkpoint_ns", "")
+        rest = dict(checkpoint)
+        values = cast(dict[str, Any], rest.pop("channel_values", {}))
+        dumps = self.serde.dumps_typed
+        payload = Checkpointed(
+            ns=ns,
+            id=checkpoint["id"],
+            parent=config["configurable"].get("checkpoint_id"),
+            checkpoint=Typed.of(dumps(rest)),
+            metadata=Typed.of(dumps(get_checkpoint_metadata(config, metadata))),
+            blobs=[
+                Blob(
+                    channel=channel,
+                    version=version,
+                    value=Typed.of(dumps(values[channel]) if channel in values else _EMPTY),
+                )
+                for channel, version in new_versions.items()
+            ],
+        )
+        session = await self._commit(thread_id, CHECKPOINT, payload)
+        await session.flush()
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Log a task's writes against the checkpoint ``config`` names and return once they
+        are durable. A regular write already stored for the same task and index is kept;
+        a special one (error, interrupt) replaces the stored one."""
+        thread_id = _thread_of(config)
+        ns = config["configurable"].get("checkpoint_ns", "")
+        checkpoint_id = config["configurable"]["checkpoint_id"]
+        serialized = [
+            Write(idx=WRITES_IDX_MAP.get(channel, idx), channel=channel, value=Typed.of(pair))
+            for idx, (channel, value) in enumerate(writes)
+            for pair in (self.serde.dumps_typed(value),)
+        ]
+        async with self._lock(thread_id):
+            session = await self._session(thread_id, create=True)
+            assert session is not None  # create=True
+            stored = self._index.writes.get((thread_id, ns, checkpoint_id), {})
+            kept = [w for w in serialized if w.idx < 0 or (task_id, w.idx) not in stored]
+            if kept:
+                payload = WritesPut(
+                    ns=ns,
+                    checkpoint_id=checkpoint_id,
+                    task_id=task_id,
+                    task_path=task_path,
+                    writes=kept,
+                )
+                apply(self._index, thread_id, session.append(WRITES, payload))
+        # Also when nothing was new: the call that logged them may not have flushed yet.
+        await session.flush()
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread: its session and every event in it are removed from the store.
+        A thread that does not exist is not an error."""
+        async with self._lock(thread_id):
+            session = await self._session(thread_id, create=False)
+            if session is not None:
+                self._sessions.pop(thread_id, None)
+                await session.aclose()
+                await self._store.delete(session.id)
+            self._index.delete_thread(thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Append every checkpoint and write of the source thread to the target thread, in
+        their order, and return once they are durable. A source that does not exist copies
+        nothing."""
+        async with self._lock(source_thread_id):
+            source = await self._session(source_thread_id, create=False)
+            events = [] if source is None else [e for e in source.events() if e.type in _OURS]
+        if not events:
+            return
+        async with self._lock(target_thread_id):
+            target = await self._session(target_thread_id, create=True)
+            assert target is not None  # create=True
+            for event in events:
+                apply(self._index, target_thread_id, target.append(event.type, event.data))
+        await target.flush()
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """LangGraph's ``DeltaChannel`` history (beta), answered from the index."""
+        await self._load(_thread_of(config))
+        return self._index.get_delta_channel_history(config=config, channels=channels)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Versions as ``InMemorySaver`` makes them: sortable strings."""
+        return self._index.get_next_version(current, channel)
+
+    async def aclose(self) -> None:
+        """Close every session the saver opened (their leases are released). The store stays
+        open; it is the caller's."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            await session.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- sync API: runs on the store's loop, from another thread --------------------------------
+
+    def _run(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        if threading.get_ident() == self._loop_thread:
+            raise EventLoopThreadError(
+                "a synchronous EventlogSaver method was called on the event loop thread that "
+                "runs the store; it would block the loop it waits for",
+                hint="use the async methods there (aget_tuple, aput, graph.ainvoke ...)",
+            )
+        return anyio.from_thread.run(fn, *args, token=self._token)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._run(self.aget_tuple, config)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        yield from self._run(self._list, config, filter, before, limit)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._run(self.aput, config, checkpoint, metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._run(self.aput_writes, config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(self.adelete_thread, thread_id)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._run(self.acopy_thread, source_thread_id, target_thread_id)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        async def history() -> Mapping[str, DeltaChannelHistory]:
+            return await self.aget_delta_channel_history(config=config, channels=channels)
+
+        return self._run(history)
+
+
+_EMPTY = ("empty", b"")
+_OURS = frozenset({CHECKPOINT, WRITES})
+
+
+def _thread_of(config: RunnableConfig) -> str:
+    thread_id = config.get("configurable", {}).get("thread_id")
+    if not isinstance(thread_id, str):
+        raise ValidationError(
+            f"the config's configurable.thread_id is {thread_id!r}; LangGraph threads are "
+            "named by a string"
+        )
+    return thread_id

@@ -1,0 +1,183 @@
+"""LangGraph: the same compiled graph on ``EventlogSaver`` and on ``langgraph-checkpoint-sqlite``.
+
+Figures (issue 16, "Measure"): per-step checkpoint throughput (checkpoints per second of
+``invoke``/``ainvoke`` wall time) and database bytes per checkpoint, for a thread of T = 10,
+100 and 300 turns, in LangGraph's default ``durability="async"`` and in ``"sync"`` (each
+checkpoint durable before the next step runs: what crash recovery needs). The savers:
+
+- ``EventlogSaver`` on ``sqlite:///`` (``durability="power-loss"``: fsync per flush; every
+  ``aput``/``aput_writes`` returns once flushed), driven by ``ainvoke``;
+- ``SqliteSaver`` (WAL, SQLite's default ``synchronous=FULL``, a commit per call), driven by
+  the sync ``invoke`` — it has no async methods;
+- ``AsyncSqliteSaver`` (aiosqlite, same settings), driven by ``ainvoke``.
+
+The graph, per turn: the user message; ``model`` returns an ``AIMessage`` with one tool call;
+``tools`` (the prebuilt ``ToolNode``) runs it; ``model`` answers. Five checkpoints per turn (the
+input, then one after each super-step: ``__start__``, ``model``, ``tools``, ``model``), each
+super-step's tasks' writes before the checkpoint after it. The messages channel is
+LangGraph's default ``add_messages``, so every checkpoint stores the whole history so far: bytes
+per checkpoint grow with T for every saver (that is LangGraph's format, not the store's).
+Runs alternate between savers, rotating the order; ratios are eventlog / SqliteSaver per run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
+
+from agent.integrations.langgraph import EventlogSaver, langgraph_types
+from eventlog import open_store
+
+from ._harness import Figure, Stats, print_figure
+from .peers._common import database_bytes
+
+__all__ = ("main",)
+
+FULL = ((10, 5), (100, 3), (300, 2))
+QUICK = ((10, 2), (100, 1))
+MODES = ("async", "sync")
+_TEXT = "the quick brown fox jumps over the lazy dog; " * 3  # ~140 bytes per message
+
+
+class _State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"{key}: {_TEXT}"
+
+
+def _model(state: _State) -> dict[str, Any]:
+    last = state["messages"][-1]
+    turn = sum(isinstance(m, HumanMessage) for m in state["messages"])
+    if isinstance(last, HumanMessage):
+        call = {"name": "lookup", "args": {"key": f"k{turn}"}, "id": f"call-{turn}"}
+        return {"messages": [AIMessage(content=_TEXT, id=f"ai-{turn}-1", tool_calls=[call])]}
+    return {"messages": [AIMessage(content=_TEXT, id=f"ai-{turn}-2")]}
+
+
+def _route(state: _State) -> str:
+    last = state["messages"][-1]
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+
+def _graph(saver: BaseCheckpointSaver[Any]) -> Any:
+    graph = StateGraph(_State)
+    graph.add_node("model", _model)
+    graph.add_node("tools", ToolNode([lookup]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", _route, ["tools", END])
+    graph.add_edge("tools", "model")
+    return graph.compile(checkpointer=saver)
+
+
+def _input(turn: int) -> dict[str, Any]:
+    return {"messages": [HumanMessage(content=_TEXT, id=f"user-{turn}")]}
+
+
+_CONFIG: RunnableConfig = {"configurable": {"thread_id": "bench"}}
+#: One run: (seconds, checkpoints, database bytes).
+_Run = tuple[float, int, int]
+
+
+async def _count(saver: BaseCheckpointSaver[Any]) -> int:
+    return len([t async for t in saver.alist(_CONFIG)])
+
+
+def _eventlog(path: Path, turns: int, mode: str) -> _Run:
+    async def run() -> _Run:
+        async with open_store(f"sqlite:///{path}", types=langgraph_types()) as store:
+            async with EventlogSaver(store) as saver:
+                graph = _graph(saver)
+                start = time.perf_counter()
+                for turn in range(1, turns + 1):
+                    await graph.ainvoke(_input(turn), _CONFIG, durability=mode)
+                seconds = time.perf_counter() - start
+                checkpoints = await _count(saver)
+        return seconds, checkpoints, database_bytes(path)
+
+    return asyncio.run(run())
+
+
+def _sqlite(path: Path, turns: int, mode: str) -> _Run:
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        graph = _graph(saver)
+        start = time.perf_counter()
+        for turn in range(1, turns + 1):
+            graph.invoke(_input(turn), _CONFIG, durability=mode)
+        seconds = time.perf_counter() - start
+        checkpoints = len(list(saver.list(_CONFIG)))
+    return seconds, checkpoints, database_bytes(path)
+
+
+def _async_sqlite(path: Path, turns: int, mode: str) -> _Run:
+    async def run() -> _Run:
+        async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+            graph = _graph(saver)
+            start = time.perf_counter()
+            for turn in range(1, turns + 1):
+                await graph.ainvoke(_input(turn), _CONFIG, durability=mode)
+            seconds = time.perf_counter() - start
+            checkpoints = await _count(saver)
+        return seconds, checkpoints, database_bytes(path)
+
+    return asyncio.run(run())
+
+
+SAVERS: dict[str, Callable[[Path, int, str], _Run]] = {
+    "EventlogSaver": _eventlog,
+    "SqliteSaver": _sqlite,
+    "AsyncSqliteSaver": _async_sqlite,
+}
+
+
+def _measure(turns: int, runs: int, mode: str) -> dict[str, list[_Run]]:
+    results: dict[str, list[_Run]] = {name: [] for name in SAVERS}
+    names = list(SAVERS)
+    for index in range(runs):
+        order = names[index % len(names) :] + names[: index % len(names)]
+        for name in order:
+            with tempfile.TemporaryDirectory() as tmp:
+                results[name].append(SAVERS[name](Path(tmp) / "lg.db", turns, mode))
+    return results
+
+
+def main(*, quick: bool = False) -> None:
+    print(
+        "(one thread; per turn the input checkpoint and four super-steps; "
+        "throughput = checkpoints / invoke wall time; bytes = database file / checkpoints)"
+    )
+    for mode in MODES:
+        for turns, runs in QUICK if quick else FULL:
+            results = _measure(turns, runs, mode)
+            for name, measured in results.items():
+                rate = Stats(tuple(count / seconds for seconds, count, _ in measured))
+                per = Stats(tuple(size / count for _, count, size in measured))
+                label = f"{mode}, T={turns}, {name}"
+                print_figure(Figure(f"{label}: throughput", rate, "checkpoints/s"))
+                print_figure(Figure(f"{label}: size", per, "bytes/checkpoint"))
+            pairs = list(zip(results["EventlogSaver"], results["SqliteSaver"], strict=True))
+            speed = statistics.median((c1 / s1) / (c2 / s2) for (s1, c1, _), (s2, c2, _) in pairs)
+            size = statistics.median((b1 / c1) / (b2 / c2) for (_, c1, b1), (_, c2, b2) in pairs)
+            print(
+                f"{mode}, T={turns}: EventlogSaver / SqliteSaver: throughput {speed:.2f}x, "
+                f"bytes per checkpoint {size:.2f}x",
+                flush=True,
+            )

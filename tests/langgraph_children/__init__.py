@@ -1,0 +1,1 @@
+"""Child processes of the LangGraph crash test."""
