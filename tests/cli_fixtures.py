@@ -22,6 +22,7 @@ import anyio
 import msgspec
 import pytest
 
+from agent import Agent, Response, ScriptedModel, ToolOutput, tool
 from eventlog import EventTypes, open_store
 from recovery import repair
 from recovery.testing import AgentRun, random_run
@@ -29,12 +30,14 @@ from recovery.testing import AgentRun, random_run
 __all__ = (
     "CORRUPT_SEQ",
     "CRASH_STOP",
+    "FAILED_CALLS",
     "SEED",
     "Note",
     "build_runs_db",
     "cli",
     "cli_types",
     "copy_db",
+    "play_failures",
     "play_into",
     "run_main",
     "shared_runs_db",
@@ -181,3 +184,48 @@ def run_main(*args: str, db: Path | str | None = None) -> subprocess.CompletedPr
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([*argv, *args])
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+@tool
+def boom() -> str:
+    """Always raises."""
+    raise RuntimeError("the disk is on fire")
+
+
+@tool
+def typed(n: int) -> str:
+    """Takes a number."""
+    return str(n)
+
+
+@tool
+def quota() -> ToolOutput:
+    """Reports its own error code."""
+    return ToolOutput(content="over quota", is_error=True, error_code="E_QUOTA")
+
+
+#: Calls of the ``failures`` session: each tool fails its own way, with the code it records.
+FAILED_CALLS = {
+    "boom": "TOOL_FAILED",
+    "nosuch": "UNKNOWN_TOOL",
+    "typed": "INVALID_ARGUMENTS",
+    "quota": "E_QUOTA",
+}
+
+
+async def play_failures(url: str, session_id: str = "failures") -> None:
+    """A real agent run whose tools fail four ways (raises, unknown, invalid arguments, its own
+    error code) after one failed model attempt, then finishes."""
+    script = [
+        Response(text="x", fail_after=0, error="upstream 503"),
+        Response(
+            tool_calls=[("boom", "{}"), ("nosuch", "{}"), ("typed", '{"n": "x"}'), ("quota", "{}")]
+        ),
+        Response(text="All four failed."),
+    ]
+    async with open_store(url) as store:
+        session = await store.create(session_id)
+        agent = Agent(session, ScriptedModel(script), [boom, typed, quota], retry_backoff=0)
+        await agent.prompt("Try everything.", request_id="r1")
+        await agent.run_until_idle()
+        await session.aclose()

@@ -89,14 +89,20 @@ class Loaded:
         return self.record.head + 1
 
 
-async def load_session(store: LogStore, session_id: str) -> Loaded:
-    """Load ``session_id`` read-only; a damaged log loads up to its first bad event.
+async def load_session(store: LogStore, session_id: str, *, salvage: bool = True) -> Loaded:
+    """Load ``session_id`` read-only. With ``salvage`` a damaged log loads up to its first bad
+    event (``Loaded.fault`` names it); without, the damage is raised.
 
     :raises SessionNotFoundError: no such session.
+    :raises CorruptLogError: the log is damaged and ``salvage`` is false.
     """
     record = await stored_record(store, session_id)
     session = await store.open(session_id, salvage=True)
-    return Loaded(session, record, session.salvage_fault)
+    fault = session.salvage_fault
+    if fault is not None and not salvage:
+        await session.aclose()
+        raise fault
+    return Loaded(session, record, fault)
 
 
 async def stored_record(store: LogStore, session_id: str) -> SessionRecord:

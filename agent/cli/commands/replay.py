@@ -16,7 +16,7 @@ from projections import messages, to_anthropic, to_openai
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..render import fault_json, message_text
-from .base import Command, non_negative
+from .base import Command, add_salvage, non_negative
 
 __all__ = ("REPLAY", "request_header")
 
@@ -35,11 +35,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="text (default), openai / anthropic (the provider's message shapes), json",
     )
+    add_salvage(parser)
 
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
-        loaded = await load_session(store, args.session_id)
+        loaded = await load_session(store, args.session_id, salvage=args.salvage)
     session = loaded.session
     history = messages(session, at=args.at)
     header = request_header(session.events(), args.at)

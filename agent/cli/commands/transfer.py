@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,10 +14,11 @@ import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
 from eventlog.codec import GENESIS_HASH, verify_rows
+from eventlog.ids import validate_session_id
 from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
 
-from ..context import Context, open_cli_store, stored_record
+from ..context import Context, open_cli_store, sqlite_path, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
 from ..jsonl import ExportedSession, FormatError, event_line, parse_lines, session_line
 from .base import Command
@@ -91,12 +93,42 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
         default="eventlog",
         help="eventlog (JSONL from `export`, default) or dsh (DeepSeek Harness session logs)",
     )
+    parser.add_argument(
+        "--as",
+        dest="as_id",
+        metavar="ID",
+        help="import the one session under this id (the chain does not name its session)",
+    )
 
 
 async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
-    if args.source == "dsh":
-        return await _import_dsh(args, ctx)
+    """Import; a database file this import created is removed again when it fails, so a
+    failed import leaves no new file behind."""
+    path = sqlite_path(ctx.url)
+    fresh = path is not None and not path.exists()
+    try:
+        if args.source == "dsh":
+            return await _import_dsh(args, ctx)
+        return await _import_exports(args, ctx)
+    except BaseException:
+        if fresh and path is not None:
+            _remove_database(path)
+        raise
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
     sessions = [s for name in args.files for s in _read_export(name)]
+    if args.as_id is not None:
+        if len(sessions) != 1:
+            raise CliError(f"--as names one session; the files hold {len(sessions)}")
+        only = sessions[0]
+        record = msgspec.structs.replace(only.record, id=validate_session_id(args.as_id))
+        sessions = [dataclasses.replace(only, record=record)]
     async with open_cli_store(ctx.url, create=True) as store:
         # Check everything before writing anything: nothing is half-imported.
         for exported in sessions:
@@ -147,9 +179,11 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
     from eventlog.importers import ImportReport, import_dsh  # only `import --from dsh` needs it
 
     reports: list[ImportReport] = []
+    if args.as_id is not None and len(args.files) != 1:
+        raise CliError(f"--as names one session; {len(args.files)} files were given")
     async with open_cli_store(ctx.url, create=True) as store:
         for name in args.files:  # one at a time: each file is imported whole or not at all
-            reports.append(await import_dsh(store, name))  # noqa: PERF401
+            reports.append(await import_dsh(store, name, session_id=args.as_id))  # noqa: PERF401
     if ctx.out.json_mode:
         ctx.out.json({"imported": [msgspec.to_builtins(r) for r in reports]})
     else:
