@@ -29,8 +29,32 @@ from ._fates import (
 from ._fates import (
     session_state as session_state,
 )
+from ._load import Loaded as Loaded
+from ._load import load_session as load_session
+from ._runs import (
+    RunSpan as RunSpan,
+)
+from ._runs import (
+    SpanKind as SpanKind,
+)
+from ._runs import (
+    header_at as header_at,
+)
+from ._runs import (
+    run_spans as run_spans,
+)
+from ._sessions import describe_session as describe_session
+from ._sessions import fault_json as fault_json
 
 __all__ = (
+    "describe_session",
+    "fault_json",
+    "Loaded",
+    "RunSpan",
+    "SpanKind",
+    "header_at",
+    "load_session",
+    "run_spans",
     "FAILED_FATES",
     "Fate",
     "SessionState",

@@ -5,25 +5,22 @@ from __future__ import annotations
 import argparse
 import shlex
 import textwrap
-from typing import Any
 
 import msgspec
 from rich.text import Text
 
-from eventlog import Event, EventLogError, SessionInfo
+from eventlog import Event, EventLogError
 from eventlog.codec import encode_surface
-from eventlog.stores import LogStore, writer_alive
-from projections import timeline
 
-from ...report import session_state
-from ..context import Context, load_session, open_cli_store, stored_record
+from ...report import describe_session
+from ..context import Context, open_cli_store, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..render import event_json, event_summary, fault_json, timestamp
 from ..stream import verified_events
 from ..tables import Column, fitted_table, kept_columns
 from .base import Command, add_salvage, non_negative, positive
 
-__all__ = ("SESSIONS", "SHOW", "describe_session")
+__all__ = ("SESSIONS", "SHOW")
 
 #: How each state is coloured on a terminal.
 _STATE_STYLE = {
@@ -76,36 +73,6 @@ async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
     if after is not None:
         ctx.out.line(f"more: eventlog sessions --after {after}")
     return EXIT_OK
-
-
-async def describe_session(store: LogStore, info: SessionInfo) -> dict[str, Any]:
-    """One row of ``sessions``; a session that cannot be read is reported, never raised."""
-    row: dict[str, Any] = {
-        "id": info.id,
-        "created_at": info.created_at,
-        "events": info.head + 1,
-        "turns": 0,
-        "last_time": info.last_time,
-        "state": "corrupt",
-        "parent_id": info.parent_id,
-        "fork_seq": info.fork_seq,
-        "metadata": info.metadata,
-        "error": None,
-    }
-    if info.error is not None:
-        row["error"] = {"error": "SessionInfo", "seq": None, "message": info.error}
-        return row
-    try:
-        loaded = await load_session(store, info.id)
-    except EventLogError as exc:
-        row["error"] = fault_json(exc)
-        return row
-    line = timeline(loaded.session)
-    row["turns"] = line.next_turn - 1
-    running = await writer_alive(store, info.id)
-    row["state"] = session_state(loaded.session, loaded.fault, running=running)
-    row["error"] = fault_json(loaded.fault)
-    return row
 
 
 # -- show --------------------------------------------------------------------------------------
