@@ -27,6 +27,9 @@ from ._fates import (
     failed_attempts as failed_attempts,
 )
 from ._fates import (
+    result_fate as result_fate,
+)
+from ._fates import (
     session_state as session_state,
 )
 from ._load import Loaded as Loaded
@@ -63,5 +66,6 @@ __all__ = (
     "call_fate",
     "call_row",
     "failed_attempts",
+    "result_fate",
     "session_state",
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from eventlog import EventLogError, Session, ToolCallPart
+from eventlog import EventLogError, Session, ToolCallPart, ToolResult
 from projections import ToolCallState, timeline
 from recovery import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 
@@ -21,6 +21,7 @@ __all__ = (
     "call_fate",
     "call_row",
     "failed_attempts",
+    "result_fate",
     "session_state",
 )
 
@@ -57,19 +58,25 @@ def call_fate(session: Session, call: ToolCallState) -> Fate:
     classed the way repair would class them.
     """
     if call.result is not None:
-        data = session.events()[call.result].data
-        code = data.error.code if data.error is not None else None
-        if code in _NOT_STARTED_CODES:
-            return "not started"
-        if code in _UNKNOWN_CODES:
-            return "outcome unknown"
-        if code is not None:
-            return "error"
-        source = data.message.source
-        return "recovered" if source is not None and source.kind == "recovery" else "completed"
+        return result_fate(session.events()[call.result].data)
     if call.outcome is not None:
         return "completed"
     return "outcome unknown" if call.call is not None else "not started"
+
+
+def result_fate(result: ToolResult) -> Fate:
+    """The fate a ``tool/result`` gives its call: by its error code (the codes recovery or a
+    cancel writes; any other is ``error``), else ``recovered`` when recovery wrote it from a
+    logged ``tool/outcome``, else ``completed``."""
+    code = result.error.code if result.error is not None else None
+    if code in _NOT_STARTED_CODES:
+        return "not started"
+    if code in _UNKNOWN_CODES:
+        return "outcome unknown"
+    if code is not None:
+        return "error"
+    source = result.message.source
+    return "recovered" if source is not None and source.kind == "recovery" else "completed"
 
 
 def call_arguments(session: Session, call: ToolCallState) -> str:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Protocol
 
+import anyio
 import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
@@ -18,7 +19,7 @@ from eventlog.ids import validate_session_id
 from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
 
-from ..context import Context, open_cli_store, sqlite_path, stored_record
+from ..context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
 from ..jsonl import ExportedSession, FormatError, event_line, parse_lines, session_line
 from .base import Command
@@ -31,9 +32,31 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE instead of standard output"
     )
+    parser.add_argument(
+        "--format",
+        choices=("jsonl", "html", "otlp"),
+        default="jsonl",
+        help="jsonl (lossless, default), html (the session page as one file; extra: web), "
+        "otlp (a trace sent to --endpoint; extra: otel)",
+    )
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        default="http://127.0.0.1:4318/v1/traces",
+        help="with --format otlp: the OTLP/HTTP receiver (http://127.0.0.1:4318/v1/traces)",
+    )
+    parser.add_argument(
+        "--content",
+        action="store_true",
+        help="with --format otlp: include message content (off: it may be private)",
+    )
 
 
 async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
+    if args.format == "html":
+        return await _export_html(args, ctx)
+    if args.format == "otlp":
+        return await _export_otlp(args, ctx)
     async with open_cli_store(ctx.url) as store:
         record = await stored_record(store, args.session_id)
         with _target(args.output, ctx) as out:
@@ -51,6 +74,42 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
                 prev = rows[-1].hash if rows else prev
     if fault is not None:
         ctx.out.warn(f"{fault}; exported as stored, but `import` will refuse it")
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+async def _export_html(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        from ...web import export_html
+    except ImportError as exc:
+        raise CliError(
+            f"--format html needs the web extra: pip install 'eventlog[web]' ({exc})"
+        ) from None
+    async with open_cli_store(ctx.url) as store:
+        page = await export_html(store, args.session_id)
+    with _target(args.output, ctx) as out:
+        out.write(page.encode())
+    return EXIT_OK
+
+
+async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        from ...otel import export_otlp
+    except ImportError as exc:
+        raise CliError(
+            f"--format otlp needs the otel extra: pip install 'eventlog[otel]' ({exc})"
+        ) from None
+    async with open_cli_store(ctx.url) as store:
+        loaded = await load_session(store, args.session_id)
+    sent = await anyio.to_thread.run_sync(
+        lambda: export_otlp(loaded.session, args.endpoint, include_content=args.content)
+    )
+    if ctx.out.json_mode:
+        ctx.out.json({"session": loaded.session.id, "spans": sent, "endpoint": args.endpoint})
+    else:
+        ctx.out.line(f"sent session {loaded.session.id}: {sent} spans to {args.endpoint}")
+    if loaded.fault is not None:
+        ctx.out.warn(f"{loaded.fault}; the trace stops before it")
         return EXIT_FINDINGS
     return EXIT_OK
 
@@ -194,7 +253,8 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
 
 EXPORT = Command(
     "export",
-    "write a session as JSONL (every stored column; `import` restores it losslessly)",
+    "write a session as JSONL (every stored column; `import` restores it losslessly), as one "
+    "HTML page, or send it as an OpenTelemetry trace",
     _configure_export,
     _run_export,
 )
