@@ -23,7 +23,7 @@ import msgspec
 import pytest
 
 from agent import Agent, Response, ScriptedModel, ToolOutput, tool
-from eventlog import EventTypes, open_store
+from eventlog import EventTypes, Session, Usage, open_store
 from recovery import repair
 from recovery.testing import AgentRun, random_run
 
@@ -39,6 +39,7 @@ __all__ = (
     "copy_db",
     "play_failures",
     "play_into",
+    "run_failures",
     "run_main",
     "shared_runs_db",
     "the_run",
@@ -215,17 +216,22 @@ FAILED_CALLS = {
 
 async def play_failures(url: str, session_id: str = "failures") -> None:
     """A real agent run whose tools fail four ways (raises, unknown, invalid arguments, its own
-    error code) after one failed model attempt, then finishes."""
+    error code) after one failed model attempt, then finishes (see :func:`run_failures`)."""
+    async with open_store(url) as store:
+        session = await store.create(session_id)
+        await run_failures(session)
+        await session.aclose()
+
+
+async def run_failures(session: Session) -> None:
+    """The run of :func:`play_failures` on an open session."""
     script = [
         Response(text="x", fail_after=0, error="upstream 503"),
         Response(
             tool_calls=[("boom", "{}"), ("nosuch", "{}"), ("typed", '{"n": "x"}'), ("quota", "{}")]
         ),
-        Response(text="All four failed."),
+        Response(text="All four failed.", usage=Usage(input_tokens=120, output_tokens=4)),
     ]
-    async with open_store(url) as store:
-        session = await store.create(session_id)
-        agent = Agent(session, ScriptedModel(script), [boom, typed, quota], retry_backoff=0)
-        await agent.prompt("Try everything.", request_id="r1")
-        await agent.run_until_idle()
-        await session.aclose()
+    agent = Agent(session, ScriptedModel(script), [boom, typed, quota], retry_backoff=0)
+    await agent.prompt("Try everything.", request_id="r1")
+    await agent.run_until_idle()

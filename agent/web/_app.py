@@ -18,9 +18,15 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
-from eventlog import EventLogError, SessionNotFoundError, ValidationError
+from eventlog import (
+    EventLogError,
+    EventTypes,
+    SessionNotFoundError,
+    ValidationError,
+    open_store,
+)
 from eventlog.stores import LogStore
 
 from ..cli.render import event_summary
@@ -42,12 +48,35 @@ def _int(request: Request, name: str, default: int | None) -> int | None:
         raise ValidationError(f"query parameter {name}={text!r} is not a whole number") from None
 
 
-def create_app(store: LogStore) -> Starlette:
-    """The web app over ``store`` (open, and kept open by the caller while the app serves).
+def create_app(store: LogStore | str, *, types: EventTypes | None = None) -> Starlette:
+    """The web app over ``store``: an open store the caller keeps open while the app serves,
+    or a store URL the app opens at startup and closes at shutdown (its lifespan; ``types``
+    for the app's own event types).
 
     Every page is HTML; a missing session answers 404, a bad parameter 400, a damaged store
     500, each with the error's one-line message.
     """
+    if isinstance(store, str):
+        return _app_opening(store, types)
+    return _app_over(store)
+
+
+def _app_opening(url: str, types: EventTypes | None) -> Starlette:
+    holder: dict[str, Starlette] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_store(url, types=types) as store:
+            holder["app"] = _app_over(store)
+            yield
+
+    async def delegate(scope: Any, receive: Any, send: Any) -> None:
+        await holder["app"](scope, receive, send)
+
+    return Starlette(routes=[Mount("/", app=delegate)], lifespan=lifespan)
+
+
+def _app_over(store: LogStore) -> Starlette:
 
     async def sessions(request: Request) -> Response:
         view = await sessions_view(
