@@ -143,14 +143,18 @@ def _close(span: RunSpan, closing: Event, fate: str) -> None:
 def run_spans(session: Session) -> list[RunSpan]:
     """The session's turns, each with its steps; each step with its model requests and then
     its tool calls in commit order (the order their ``tool/call`` — or, never started, their
-    proposal — was logged), so parallel calls stand side by side as they ran."""
+    answer — was logged), so parallel calls stand side by side as they ran."""
     events = session.events()
     walk = _Walk()
     for event in events:
         walk.event(event)
+    # Commit order: by the seq of the ``tool/call``; calls that never started come after, by
+    # the seq of their answer (or their proposal, when unanswered).
     calls = sorted(
         timeline(session).calls(),
-        key=lambda c: c.call if c.call is not None else (c.proposed or 0),
+        key=lambda c: (
+            c.call if c.call is not None else c.result if c.result is not None else c.proposed or 0
+        ),
     )
     for call in calls:
         step = walk.steps.get((call.turn, call.step))
