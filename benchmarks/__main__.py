@@ -1,7 +1,7 @@
 """``python -m benchmarks [SUITE ...] [--quick]``: print measured figures.
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
-``peers``.
+``peers``, ``audit``.
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -21,6 +21,7 @@ SUITES = {
     "sqlite": "benchmarks.sqlite_bench",
     "postgres": "benchmarks.postgres_bench",
     "peers": "benchmarks.peers",
+    "audit": "benchmarks.audit_bench",
 }
 DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres")
 

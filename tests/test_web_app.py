@@ -173,3 +173,29 @@ def test_serve_binds_loopback_and_answers(db: Path) -> None:
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)
     assert server.returncode == 0, err
+
+
+def test_a_long_session_is_drawn_a_page_of_turns_at_a_time(tmp_path: Path) -> None:
+    from agent.web import create_app
+    from eventlog import TurnEnd, TurnStart, open_store
+
+    async def fill(url: str) -> None:
+        async with open_store(url) as store:
+            session = await store.create("long")
+            for turn in range(1, 121):
+                session.append("turn/start", TurnStart(turn=turn))
+                session.append("turn/end", TurnEnd(turn=turn, reason="completed"))
+            await session.aclose()
+
+    url = url_of(tmp_path / "long.db")
+    anyio.run(fill, url)
+    with TestClient(create_app(url)) as client:
+        # The latest 50 turns by default, with the way to the earlier ones.
+        latest = client.get("/s/long").text
+        assert re.findall(r'<div class="label" title="(turn \d+)"', latest)[0] == "turn 71"
+        assert "turns 71–120 of 120" in latest and 'href="?turn=21"' in latest
+        # From a given turn.
+        first = client.get("/s/long", params={"turn": 1}).text
+        labels = re.findall(r'<div class="label" title="(turn \d+)"', first)
+        assert labels[0] == "turn 1" and labels[-1] == "turn 50" and len(labels) == 50
+        assert 'rel="next" href="?turn=51"' in first

@@ -89,13 +89,14 @@ def _app_over(store: LogStore) -> Starlette:
 
     async def session(request: Request) -> Response:
         sid = request.path_params["sid"]
-        view = await session_view(store, sid)
+        view = await session_view(store, sid, first_turn=_int(request, "turn", None))
         after = view["head"]
         return HTMLResponse(
             render(
                 "session.html",
                 live_url=f"/s/{sid}/live?after={after}",
-                fragment_url=f"/s/{sid}/body",
+                fragment_url=f"/s/{sid}/body"
+                + (f"?{request.url.query}" if request.url.query else ""),
                 seen=None,
                 events=None,
                 **view,
@@ -103,7 +104,8 @@ def _app_over(store: LogStore) -> Starlette:
         )
 
     async def body(request: Request) -> Response:
-        view = await session_view(store, request.path_params["sid"])
+        turn = _int(request, "turn", None)
+        view = await session_view(store, request.path_params["sid"], first_turn=turn)
         return HTMLResponse(render("_session_body.html", **view))
 
     async def seen(request: Request) -> Response:

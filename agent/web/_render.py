@@ -56,7 +56,7 @@ async def export_html(store: LogStore, session_id: str) -> str:
 
     :raises SessionNotFoundError: no such session.
     """
-    view = await session_view(store, session_id)
+    view = await session_view(store, session_id, per_page=None)
     seen = await seen_view(store, session_id, None)
     events = await events_page(store, session_id, first=0, limit=EXPORT_EVENTS, kind=None)
     when = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

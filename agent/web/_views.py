@@ -138,16 +138,58 @@ async def _lineage(store: LogStore, record: SessionRecord) -> dict[str, Any]:
     return {"parent": record.parent_id, "fork_seq": record.fork_seq, "children": children}
 
 
-async def session_view(store: LogStore, session_id: str) -> dict[str, Any]:
+#: Turns a session page draws at once (a long session is paged by turn; an export has all).
+TURNS_PER_PAGE = 50
+
+
+def _window(spans: list[RunSpan], first_turn: int | None, per_page: int | None) -> dict[str, Any]:
+    """Which turns a page draws: ``per_page`` of them from ``first_turn`` (default: the
+    latest), or every turn when ``per_page`` is ``None``."""
+    numbers = [s.turn for s in spans]
+    if per_page is None or len(numbers) <= per_page:
+        return {
+            "turns": set(numbers),
+            "first": None,
+            "prev": None,
+            "next": None,
+            "total": len(numbers),
+        }
+    start = len(numbers) - per_page
+    if first_turn is not None:
+        start = max(
+            0, min(start, next((i for i, n in enumerate(numbers) if n >= first_turn), start))
+        )
+    shown = numbers[start : start + per_page]
+    return {
+        "turns": set(shown),
+        "first": shown[0],
+        "last": shown[-1],
+        "prev": numbers[max(0, start - per_page)] if start > 0 else None,
+        "next": numbers[start + per_page] if start + per_page < len(numbers) else None,
+        "total": len(numbers),
+    }
+
+
+async def session_view(
+    store: LogStore,
+    session_id: str,
+    *,
+    first_turn: int | None = None,
+    per_page: int | None = TURNS_PER_PAGE,
+) -> dict[str, Any]:
     """The session page: state, timeline bars, the audit table, failed attempts, integrity,
-    lineage.
+    lineage. The bars and calls are those of ``per_page`` turns from ``first_turn`` (default:
+    the latest turns; ``per_page=None``: every turn).
 
     :raises SessionNotFoundError: no such session.
     """
     loaded = await load_session(store, session_id)
     session = loaded.session
     running = await writer_alive(store, session.id)
-    calls = [call_row(session, c) for c in timeline(session).calls()]
+    spans = run_spans(session)
+    window = _window(spans, first_turn, per_page)
+    shown = window["turns"]
+    calls = [call_row(session, c) for c in timeline(session).calls() if c.turn in shown]
     for call in calls:
         call["css"] = fate_class(call["outcome"])
     return {
@@ -157,7 +199,8 @@ async def session_view(store: LogStore, session_id: str) -> dict[str, Any]:
         "head": session.head,
         "state": session_state(session, loaded.fault, running=running),
         "running": running,
-        "bars": _layout(run_spans(session), len(session.events())),
+        "bars": _layout([s for s in spans if s.turn in shown], len(session.events())),
+        "window": window,
         "calls": calls,
         "attempts": failed_attempts(session),
         "fault": loaded.fault,

@@ -45,6 +45,9 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((args.host, args.port))
+        # Listening before the URL is printed: a client that reads it may connect at once
+        # (connections wait in the backlog until the server accepts them).
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
