@@ -216,3 +216,35 @@ def test_import_as_and_a_failed_import_leaves_no_file(db: Path, tmp_path: Path) 
     failed = cli("import", str(broken), db=fresh)
     assert failed.returncode == 2
     assert list(tmp_path.glob("fresh.db*")) == []
+
+
+# -- fork --id, dsh ids ------------------------------------------------------------------------
+
+
+def test_fork_with_a_chosen_id(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    path = copy_db(shared_runs_db(tmp_path_factory), tmp_path / "runs.db")
+    forked = cli("fork", "balanced", "--at", "2", "--id", "what-if", "--json", db=path)
+    assert forked.returncode == 0, forked.stderr
+    assert json.loads(forked.stdout)["id"] == "what-if"
+    assert cli("verify", "what-if", db=path).returncode == 0
+    # The id is taken now: a typed error, exit 2, nothing changed.
+    again = cli("fork", "balanced", "--at", "2", "--id", "what-if", db=path)
+    assert again.returncode == 2 and "what-if" in again.stderr
+    ids = [s["id"] for s in json.loads(cli("sessions", "--json", db=path).stdout)["sessions"]]
+    assert ids.count("what-if") == 1 and len(ids) == 6
+
+
+def test_dsh_import_keeps_the_harness_id_when_it_is_free(tmp_path: Path) -> None:
+    from .test_cli_roundtrip import DSH_LOGS
+
+    source = (DSH_LOGS / "acp-agent--cancel.jsonl").read_text()
+    log = tmp_path / "harness.jsonl"
+    log.write_text(source.replace('"id":"{{sessionId}}"', '"id":"harness-1"', 1))
+    target = tmp_path / "dsh.db"
+    first = json.loads(cli("import", "--from", "dsh", str(log), "--json", db=target).stdout)
+    assert first["imported"][0]["session_id"] == "harness-1"
+    # Taken the second time: a new id, the first import untouched.
+    second = json.loads(cli("import", "--from", "dsh", str(log), "--json", db=target).stdout)
+    assert second["imported"][0]["session_id"] not in ("harness-1", "")
+    chosen = cli("import", "--from", "dsh", str(log), "--as", "mine", "--json", db=target)
+    assert json.loads(chosen.stdout)["imported"][0]["session_id"] == "mine"

@@ -156,7 +156,8 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
         "--as",
         dest="as_id",
         metavar="ID",
-        help="import the one session under this id (the chain does not name its session)",
+        help="import the one session under this id (the chain does not name its session); "
+        "without it, dsh logs keep the harness's session id when it is free",
     )
 
 
@@ -242,13 +243,35 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
         raise CliError(f"--as names one session; {len(args.files)} files were given")
     async with open_cli_store(ctx.url, create=True) as store:
         for name in args.files:  # one at a time: each file is imported whole or not at all
-            reports.append(await import_dsh(store, name, session_id=args.as_id))  # noqa: PERF401
+            wanted = args.as_id or await _free_dsh_id(store, name)
+            reports.append(await import_dsh(store, name, session_id=wanted))
     if ctx.out.json_mode:
         ctx.out.json({"imported": [msgspec.to_builtins(r) for r in reports]})
     else:
         for report in reports:
             ctx.out.line(report.summary())
     return EXIT_OK
+
+
+async def _free_dsh_id(store: LogStore, name: str) -> str | None:
+    """The harness's own session id (the header's ``id``) when it is a valid id not taken in
+    the store; else ``None`` (a random one). A header that does not parse is left to the
+    importer, which reports it with file and line."""
+    try:
+        header = msgspec.json.decode(_first_line(name))
+        harness_id = validate_session_id(header["id"])
+    except (OSError, msgspec.DecodeError, EventLogError, KeyError, TypeError, ValueError):
+        return None
+    try:
+        await stored_record(store, harness_id)
+    except SessionNotFoundError:
+        return harness_id
+    return None
+
+
+def _first_line(name: str) -> bytes:
+    with Path(name).open("rb") as file:  # one line of a local file: no need for a thread
+        return file.readline()
 
 
 EXPORT = Command(
