@@ -5,6 +5,7 @@ as documented, JSON errors, tables that fit 80 columns, ``show`` streaming with 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -248,3 +249,27 @@ def test_dsh_import_keeps_the_harness_id_when_it_is_free(tmp_path: Path) -> None
     assert second["imported"][0]["session_id"] not in ("harness-1", "")
     chosen = cli("import", "--from", "dsh", str(log), "--as", "mine", "--json", db=target)
     assert json.loads(chosen.stdout)["imported"][0]["session_id"] == "mine"
+
+
+def test_repair_records_when_it_ran_and_the_closers_keep_their_time(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    import time
+
+    path = copy_db(shared_runs_db(tmp_path_factory), tmp_path / "runs.db")
+    before = time.time_ns() // 1_000_000
+    result = cli("recover", "crashed", "--apply", "--json", db=path)
+    after = time.time_ns() // 1_000_000
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    # The wall time is in the repair's own record ...
+    assert before <= doc["repaired_at"] <= after
+    # ... while every closer carries the last event's time, as a deterministic repair must.
+    events = json.loads(cli("show", "crashed", "--json", "--all", db=path).stdout)["events"]
+    closers = [e for e in events if e["seq"] >= events[0]["seq"] + len(events) - 5]
+    last_before = events[-6]["time"]
+    assert {e["time"] for e in closers} == {last_before}
+    # The text says it too.
+    text = cli("recover", "open", "--apply", db=path)
+    assert text.returncode == 0
+    assert re.search(r"repaired: 1 closers appended and flushed at \d{4}-\d\d-\d\dT", text.stdout)

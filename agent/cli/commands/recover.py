@@ -11,7 +11,7 @@ from recovery import Diagnosis, repair, scan
 
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..render import event_summary, fault_json
+from ..render import event_summary, fault_json, timestamp
 from .base import Command, add_salvage
 
 __all__ = ("RECOVER",)
@@ -48,6 +48,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         doc = _diagnosis_json(report.diagnosis)
         doc["fault"] = None
         doc["running"] = False
+        doc["repaired_at"] = report.ran_at
         _report(ctx, doc, session, report.appended)
     return EXIT_OK
 
@@ -112,7 +113,8 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
     for a in doc["appended"]:
         line(f"  appended seq {a['seq']} {a['type']}: {a['summary']}")
     if appended:
-        line(f"repaired: {len(appended)} closers appended and flushed")
+        when = timestamp(doc.get("repaired_at"))
+        line(f"repaired: {len(appended)} closers appended and flushed at {when}")
     elif doc["running"]:
         line("running: a live writer holds the session; what is open is in progress")
     elif doc["needs_repair"]:
