@@ -21,10 +21,13 @@ from .output import Output
 __all__ = ("build_parser", "main")
 
 _EPILOG = """\
-exit codes: 0 fine, 1 findings (a damaged log or database file, a session needing repair, a
-failed tool call or model attempt in `audit`), 2 usage or input error (bad arguments, bad
-store URL, missing session or file). With --json, an error is one JSON object on stderr:
-{"error": {"type": ..., "message": ..., "exit": ...}}.
+exit codes:
+  0  fine
+  1  findings: a damaged log (any command that reads it) or database file (verify), a
+     session needing repair (audit, recover), a failed tool call or model attempt (audit)
+  2  usage or input error: bad arguments, bad store URL, missing session or file
+`sessions` lists a damaged session as `corrupt` and still exits 0. With --json, an error is
+one JSON object on stderr: {"error": {"type", "message", "exit", "seq"}}.
 store URL: --db, else $EVENTLOG_DB, else sqlite:///eventlog.db; a bare path means a SQLite file.
 """
 
