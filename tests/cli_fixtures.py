@@ -31,6 +31,7 @@ __all__ = (
     "CORRUPT_SEQ",
     "CRASH_STOP",
     "FAILED_CALLS",
+    "HeldOpen",
     "SEED",
     "Note",
     "build_runs_db",
@@ -162,6 +163,34 @@ def cli(
         env=environment,
         check=False,
     )
+
+
+class HeldOpen:
+    """A real child process holding a session open for writing (``sqlite_children/writer.py
+    stale``): it has the writer lease from construction until :meth:`close`; :meth:`commit_turn`
+    makes it append and flush one turn (five events)."""
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        writer = Path(__file__).parent / "sqlite_children" / "writer.py"
+        self._proc = subprocess.Popen(
+            [sys.executable, str(writer), str(path), session_id, "stale"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None
+        assert self._proc.stdout.readline().strip() == "opened"
+
+    def commit_turn(self) -> None:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write("go\n")
+        self._proc.stdin.flush()
+        assert self._proc.stdout.readline().startswith("flushed")
+
+    def close(self) -> None:
+        """Kill the writer (its lease is then a dead process's)."""
+        self._proc.kill()
+        self._proc.communicate()
 
 
 _shared: dict[Path, Path] = {}

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -16,6 +14,7 @@ import pytest
 from .cli_fixtures import (
     CORRUPT_SEQ,
     FAILED_CALLS,
+    HeldOpen,
     cli,
     copy_db,
     play_failures,
@@ -23,8 +22,6 @@ from .cli_fixtures import (
     shared_runs_db,
     url_of,
 )
-
-WRITER = Path(__file__).parent / "sqlite_children" / "writer.py"
 
 
 @pytest.fixture
@@ -174,22 +171,15 @@ def test_a_session_whose_writer_is_alive_is_running(
 ) -> None:
     path = copy_db(shared_runs_db(tmp_path_factory), tmp_path / "runs.db")
     # A real process holds the crashed session open for writing.
-    child = subprocess.Popen(
-        [sys.executable, str(WRITER), str(path), "crashed", "stale"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = HeldOpen(path, "crashed")
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "opened"
         rows = json.loads(cli("sessions", "--json", db=path).stdout)["sessions"]
         assert {r["id"]: r["state"] for r in rows}["crashed"] == "running"
         recover = cli("recover", "crashed", db=path)
         assert recover.returncode == 0
         assert "running: a live writer holds the session" in recover.stdout
     finally:
-        child.kill()
-        child.communicate()
+        writer.close()
     # Once the writer is gone the same session needs repair, and recover says so.
     rows = json.loads(cli("sessions", "--json", db=path).stdout)["sessions"]
     assert {r["id"]: r["state"] for r in rows}["crashed"] == "needs repair"

@@ -152,6 +152,7 @@ def test_export_html_is_one_self_contained_file(db: Path, tmp_path: Path) -> Non
     assert "<style>" in page and "<script" not in page
     assert re.findall(r'(?:src|href)="(?:https?:)?//', page) == []
     assert re.findall(r"url\(", page) == []
+    assert re.findall(r'href="/', page) == []  # no link into a server the file does not have
 
 
 def test_serve_binds_loopback_and_answers(db: Path) -> None:

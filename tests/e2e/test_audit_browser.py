@@ -5,8 +5,6 @@ temporary folder; their paths are printed."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
@@ -15,12 +13,11 @@ import anyio
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Error, Page, Request, sync_playwright
 
-from ..cli_fixtures import build_runs_db, play_failures, url_of
+from ..cli_fixtures import HeldOpen, build_runs_db, copy_db, play_failures, url_of
 from .audit_support import CHROMIUM, CHROMIUM_ARGS, serving
 
 pytestmark = pytest.mark.e2e
 
-WRITER = Path(__file__).resolve().parents[1] / "sqlite_children" / "writer.py"
 #: --outcome-unknown in the stylesheet, as the browser computes it.
 OUTCOME_UNKNOWN_RGB = "rgb(194, 37, 92)"
 
@@ -137,18 +134,10 @@ def test_the_outcome_unknown_call_is_drawn_in_its_colour(
 def test_a_live_session_updates_as_events_arrive(
     db: Path, browser: Browser, shots: Path, tmp_path: Path
 ) -> None:
-    from ..cli_fixtures import copy_db
-
     path = copy_db(db, tmp_path / "live.db")
     # A real writer process holds the finished session open, then commits a turn on cue.
-    writer = subprocess.Popen(
-        [sys.executable, str(WRITER), str(path), "balanced", "stale"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = HeldOpen(path, "balanced")
     try:
-        assert writer.stdout is not None and writer.stdout.readline().strip() == "opened"
         with serving(url_of(path)) as base:
             watched = Watched(browser)
             page = watched.page
@@ -157,10 +146,7 @@ def test_a_live_session_updates_as_events_arrive(
             before = int(page.locator("#head").inner_text())
             page.wait_for_function("document.getElementById('live-status').textContent === 'live'")
             # The writer commits a turn; the page shows it without a reload.
-            assert writer.stdin is not None
-            writer.stdin.write("go\n")
-            writer.stdin.flush()
-            assert writer.stdout.readline().startswith("flushed")
+            writer.commit_turn()
             page.wait_for_selector("#live-log li[data-seq]")
             page.wait_for_function(
                 f"Number(document.getElementById('head').textContent) >= {before + 5}"
@@ -171,5 +157,4 @@ def test_a_live_session_updates_as_events_arrive(
             assert watched.off_loopback() == []
             watched.context.close()
     finally:
-        writer.kill()
-        writer.communicate()
+        writer.close()
