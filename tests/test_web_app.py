@@ -153,6 +153,11 @@ def test_export_html_is_one_self_contained_file(db: Path, tmp_path: Path) -> Non
     assert re.findall(r'(?:src|href)="(?:https?:)?//', page) == []
     assert re.findall(r"url\(", page) == []
     assert re.findall(r'href="/', page) == []  # no link into a server the file does not have
+    # A damaged log: the page shows what comes before the damage, and the command exits 1.
+    damaged = tmp_path / "corrupt.html"
+    result = cli("export", "corrupt", "--format", "html", "-o", str(damaged), db=db)
+    assert result.returncode == 1 and f"seq {CORRUPT_SEQ}: hash mismatch" in result.stderr
+    assert f'<strong id="damaged-seq">{CORRUPT_SEQ}</strong>' in damaged.read_text()
 
 
 def test_serve_binds_loopback_and_answers(db: Path) -> None:

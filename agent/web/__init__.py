@@ -4,6 +4,7 @@ its tool calls with the seqs that prove them, what the model saw, raw events, in
 lineage. Needs the ``web`` extra (Starlette, Jinja2, uvicorn, sse-starlette)."""
 
 from ._app import create_app as create_app
+from ._render import ExportedPage as ExportedPage
 from ._render import export_html as export_html
 
-__all__ = ("create_app", "export_html")
+__all__ = ("ExportedPage", "create_app", "export_html")

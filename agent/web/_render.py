@@ -7,15 +7,16 @@ from __future__ import annotations
 import datetime as dt
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 
+from eventlog import EventLogError
 from eventlog.stores import LogStore
 
 from ._views import events_page, seen_view, session_view
 
-__all__ = ("export_html", "render")
+__all__ = ("ExportedPage", "export_html", "render")
 
 #: Raw events an exported page carries (the rest are a command away: ``eventlog show``).
 EXPORT_EVENTS = 2000
@@ -49,10 +50,18 @@ def render(template: str, *, root: str = "/", exported: str = "", **values: Any)
     )
 
 
-async def export_html(store: LogStore, session_id: str) -> str:
+class ExportedPage(NamedTuple):
+    """A session page as one file, and the damage its log has (``None``: verified)."""
+
+    html: str
+    fault: EventLogError | None
+
+
+async def export_html(store: LogStore, session_id: str) -> ExportedPage:
     """The session page as one self-contained HTML document: timeline, tool calls, failed
     attempts, integrity, lineage, what the model saw last, and the first
-    :data:`EXPORT_EVENTS` raw events. No script, no links it needs to follow.
+    :data:`EXPORT_EVENTS` raw events. No script, no links it needs to follow. A damaged log
+    is drawn up to its first bad event, and the page says so.
 
     :raises SessionNotFoundError: no such session.
     """
@@ -60,7 +69,7 @@ async def export_html(store: LogStore, session_id: str) -> str:
     seen = await seen_view(store, session_id, None)
     events = await events_page(store, session_id, first=0, limit=EXPORT_EVENTS, kind=None)
     when = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    return render(
+    html = render(
         "session.html",
         exported=when,
         live_url="",
@@ -69,3 +78,4 @@ async def export_html(store: LogStore, session_id: str) -> str:
         events=events,
         **view,
     )
+    return ExportedPage(html, view["fault"])

@@ -8,6 +8,7 @@ import socket
 
 from ..context import Context, open_cli_store
 from ..errors import EXIT_OK, CliError
+from ..extras import optional
 from .base import Command, non_negative
 
 __all__ = ("SERVE",)
@@ -34,12 +35,8 @@ def _is_loopback(host: str) -> bool:
 
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
-    try:
-        import uvicorn
-
-        from ...web import create_app
-    except ImportError as exc:
-        raise CliError(f"serve needs the web extra: pip install 'eventlog[web]' ({exc})") from None
+    uvicorn = optional("uvicorn", "web", "serve")
+    web = optional("agent.web", "web", "serve")
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -53,7 +50,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     port = sock.getsockname()[1]
     async with open_cli_store(ctx.url) as store:
-        config = uvicorn.Config(create_app(store), log_level="warning", lifespan="off")
+        config = uvicorn.Config(web.create_app(store), log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
         where = f"[{args.host}]" if family == socket.AF_INET6 else args.host
         if not _is_loopback(args.host):

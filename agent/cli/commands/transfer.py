@@ -21,6 +21,7 @@ from eventlog.stores import LogStore
 
 from ..context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
+from ..extras import optional
 from ..jsonl import ExportedSession, FormatError, event_line, parse_lines, session_line
 from .base import Command
 
@@ -79,30 +80,23 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
 
 
 async def _export_html(args: argparse.Namespace, ctx: Context) -> int:
-    try:
-        from ...web import export_html
-    except ImportError as exc:
-        raise CliError(
-            f"--format html needs the web extra: pip install 'eventlog[web]' ({exc})"
-        ) from None
+    web = optional("agent.web", "web", "--format html")
     async with open_cli_store(ctx.url) as store:
-        page = await export_html(store, args.session_id)
+        exported = await web.export_html(store, args.session_id)
     with _target(args.output, ctx) as out:
-        out.write(page.encode())
+        out.write(exported.html.encode())
+    if exported.fault is not None:
+        ctx.out.warn(f"{exported.fault}; the page shows the events before it")
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
 async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
-    try:
-        from ...otel import export_otlp
-    except ImportError as exc:
-        raise CliError(
-            f"--format otlp needs the otel extra: pip install 'eventlog[otel]' ({exc})"
-        ) from None
+    otel = optional("agent.otel", "otel", "--format otlp")
     async with open_cli_store(ctx.url) as store:
         loaded = await load_session(store, args.session_id)
     sent = await anyio.to_thread.run_sync(
-        lambda: export_otlp(loaded.session, args.endpoint, include_content=args.content)
+        lambda: otel.export_otlp(loaded.session, args.endpoint, include_content=args.content)
     )
     if ctx.out.json_mode:
         ctx.out.json({"session": loaded.session.id, "spans": sent, "endpoint": args.endpoint})
