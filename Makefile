@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint docs bench soak clean
+.PHONY: demo test lint docs bench soak clean e2e-audit
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -39,5 +39,22 @@ bench: $(VENV)/.bench
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks peers
 
+# The audit tier: the web app in Debian's headless chromium (Playwright drives it; it never
+# downloads a browser) and `export --format otlp` into Phoenix, a real OTLP/HTTP receiver (its
+# own virtualenv: it pins much; about 850 MB and 2 minutes to install). Where `unshare` may make
+# one, the tests run in a network namespace of their own holding only loopback.
+PHOENIX := .venv-phoenix
+AUDIT_E2E := PHOENIX_BIN=$(CURDIR)/$(PHOENIX)/bin/phoenix $(BIN)/pytest -m e2e -s \
+	tests/e2e/test_audit_browser.py tests/e2e/test_audit_otlp.py
+
+e2e-audit: $(STAMP)
+	test -x /usr/bin/chromium || (apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
+	test -x $(PHOENIX)/bin/phoenix || ($(PY) -m venv $(PHOENIX) && \
+		$(PHOENIX)/bin/pip install --quiet arize-phoenix)
+	if unshare -n true 2>/dev/null; then \
+		unshare -n sh -c 'ip link set lo up && $(AUDIT_E2E)'; \
+	else $(AUDIT_E2E); fi
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(PHOENIX)

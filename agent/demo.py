@@ -6,7 +6,9 @@ SIGKILL while the test tool runs. A new process resumes the session: recovery cl
 and answers the interrupted call ``TOOL_OUTCOME_UNKNOWN``; the model sees that, checks the file
 state, reruns the test and finishes. The parent process then prints the account from the log.
 
-Run: ``python -m agent.demo``. Children: ``python -m agent.demo child run|resume DIR``.
+Run: ``python -m agent.demo``. The project folder and its ``sessions.db`` are kept; the demo
+ends with the ``eventlog`` commands that look at the run. Children:
+``python -m agent.demo child run|resume DIR``.
 """
 
 from __future__ import annotations
@@ -226,17 +228,23 @@ def _fates(session: Session) -> list[str]:
     return lines
 
 
-def _seen_after_recovery(session: Session) -> list[Message]:
-    """The messages of the first model request after the repair closed the crashed turn."""
+def _seen_after_recovery_at(session: Session) -> int:
+    """The seq after which the first model request following the repair was made."""
     events = session.events()
     repaired = next(
         e.seq for e in events if e.type == "turn/end" and e.data.reason == "interrupted"
     )
-    reply = next(e.seq for e in events[repaired:] if e.type == "assistant/message")
-    return list(messages(session, at=reply - 1))
+    return next(e.seq for e in events[repaired:] if e.type == "assistant/message") - 1
 
 
-async def report(workdir: Path, killed: str) -> None:
+def _seen_after_recovery(session: Session) -> list[Message]:
+    """The messages of the first model request after the repair closed the crashed turn."""
+    return list(messages(session, at=_seen_after_recovery_at(session)))
+
+
+async def report(workdir: Path, killed: str) -> int:
+    """Print the account from the log; return the seq after which the model next saw it all
+    (its first request after recovery)."""
     async with open_store(f"sqlite:///{workdir / 'sessions.db'}") as store:
         session = await store.open(SESSION)
         async with session:
@@ -256,32 +264,49 @@ async def report(workdir: Path, killed: str) -> None:
             print(f"\n== How it ended ==\n  model: {final}")
             ledger = (workdir / "project" / "ledger.py").read_text().splitlines()[-1].strip()
             print(f"  ledger.py now: {ledger}")
+            return _seen_after_recovery_at(session)
 
 
 def main() -> None:
     if len(sys.argv) >= 4 and sys.argv[1] == "child":
         anyio.run(child, sys.argv[2], Path(sys.argv[3]))
         return
-    with tempfile.TemporaryDirectory(prefix="eventlog-demo-") as tmp:
-        workdir = Path(tmp)
-        project = workdir / "project"
-        project.mkdir()
-        (project / "ledger.py").write_text(LEDGER)
-        (project / "test_ledger.py").write_text(TEST)
-        print(
-            "demo: a scripted coding agent fixes a money comparison; its process is killed\n"
-            "      with SIGKILL while the tests run, and a new process resumes the session."
-        )
-        print(f"demo: project and sessions.db in {workdir}")
-        first = _spawn("run", workdir)
-        _kill_when_tests_run(first, project / STARTED)
-        killed = f"process {first.pid} was killed with SIGKILL while run_tests#test-1 was running"
-        print(f"demo: {killed}")
-        second = _spawn("resume", workdir)
-        if second.wait() != 0:
-            raise SystemExit(f"demo: the resuming process failed ({second.returncode})")
-        print("demo: a new process resumed the session and finished the work")
-        anyio.run(report, workdir, killed)
+    # Kept after the demo (not a TemporaryDirectory): its database is there to look at.
+    workdir = Path(tempfile.mkdtemp(prefix="eventlog-demo-"))
+    project = workdir / "project"
+    project.mkdir()
+    (project / "ledger.py").write_text(LEDGER)
+    (project / "test_ledger.py").write_text(TEST)
+    print(
+        "demo: a scripted coding agent fixes a money comparison; its process is killed\n"
+        "      with SIGKILL while the tests run, and a new process resumes the session."
+    )
+    print(f"demo: project and sessions.db in {workdir}")
+    first = _spawn("run", workdir)
+    _kill_when_tests_run(first, project / STARTED)
+    killed = f"process {first.pid} was killed with SIGKILL while run_tests#test-1 was running"
+    print(f"demo: {killed}")
+    second = _spawn("resume", workdir)
+    if second.wait() != 0:
+        raise SystemExit(f"demo: the resuming process failed ({second.returncode})")
+    print("demo: a new process resumed the session and finished the work")
+    at = anyio.run(report, workdir, killed)
+    print(_look_at_it(workdir / "sessions.db", at))
+
+
+def _look_at_it(database: Path, at: int) -> str:
+    """The closing lines: where the database is kept and the commands that look at the run
+    (``replay --at`` shows what the model saw right after recovery)."""
+    db = f"sqlite:///{database}"
+    return "\n".join(
+        [
+            f"\n== Look at the run yourself (the database is kept: {database}) ==",
+            f"  eventlog --db {db} audit {SESSION}",
+            f"  eventlog --db {db} replay {SESSION} --at {at}",
+            f"  eventlog --db {db} show {SESSION}",
+            f"  eventlog --db {db} serve      # the timeline in a browser (extra: web)",
+        ]
+    )
 
 
 if __name__ == "__main__":

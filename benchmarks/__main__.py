@@ -1,7 +1,8 @@
 """``python -m benchmarks [SUITE ...] [--quick]``: print measured figures.
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
-``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver).
+``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver),
+``audit`` (show and serve on long sessions).
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -23,6 +24,7 @@ SUITES = {
     "peers": "benchmarks.peers",
     "content": "benchmarks.content_bench",
     "langgraph": "benchmarks.langgraph_bench",
+    "audit": "benchmarks.audit_bench",
 }
 DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres", "content", "langgraph")
 

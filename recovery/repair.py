@@ -14,6 +14,8 @@ A second repair finds nothing open and appends nothing.
 
 from __future__ import annotations
 
+from time import time_ns
+
 import msgspec
 
 from eventlog import (
@@ -71,10 +73,14 @@ class RepairReport(msgspec.Struct, frozen=True, kw_only=True):
 
     :ivar diagnosis: the scan the repair acted on.
     :ivar appended: seqs of the closers appended, in order (empty when nothing was open).
+    :ivar ran_at: when the repair ran, wall-clock epoch milliseconds. The closers themselves
+        carry the last event's time (so a repair is deterministic); this is the one record of
+        when it happened.
     """
 
     diagnosis: Diagnosis
     appended: tuple[int, ...] = ()
+    ran_at: int | None = None
 
     @property
     def repaired(self) -> bool:
@@ -90,6 +96,7 @@ async def repair(session: Session) -> RepairReport:
     :raises StoreWriteError: the closers were committed but could not be written; calling
         ``repair`` (or ``flush``) again retries the write and appends nothing new.
     """
+    ran_at = time_ns() // 1_000_000
     diagnosis = scan(session)
     appended: list[int] = []
     if diagnosis.needs_repair:
@@ -108,7 +115,7 @@ async def repair(session: Session) -> RepairReport:
             ending = TurnEnd(turn=turn.number, reason="interrupted")
             appended.append(session.append("turn/end", ending, time=time).seq)
     await session.flush()
-    return RepairReport(diagnosis=diagnosis, appended=tuple(appended))
+    return RepairReport(diagnosis=diagnosis, appended=tuple(appended), ran_at=ran_at)
 
 
 def _answer(session: Session, dangling: DanglingCall) -> tuple[ToolResult, tuple[int, ...]]:

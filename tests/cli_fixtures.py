@@ -22,20 +22,25 @@ import anyio
 import msgspec
 import pytest
 
-from eventlog import EventTypes, open_store
+from agent import Agent, Response, ScriptedModel, ToolOutput, tool
+from eventlog import EventTypes, Session, Usage, open_store
 from recovery import repair
 from recovery.testing import AgentRun, random_run
 
 __all__ = (
     "CORRUPT_SEQ",
     "CRASH_STOP",
+    "FAILED_CALLS",
+    "HeldOpen",
     "SEED",
     "Note",
     "build_runs_db",
     "cli",
     "cli_types",
     "copy_db",
+    "play_failures",
     "play_into",
+    "run_failures",
     "run_main",
     "shared_runs_db",
     "the_run",
@@ -160,6 +165,34 @@ def cli(
     )
 
 
+class HeldOpen:
+    """A real child process holding a session open for writing (``sqlite_children/writer.py
+    stale``): it has the writer lease from construction until :meth:`close`; :meth:`commit_turn`
+    makes it append and flush one turn (five events)."""
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        writer = Path(__file__).parent / "sqlite_children" / "writer.py"
+        self._proc = subprocess.Popen(
+            [sys.executable, str(writer), str(path), session_id, "stale"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None
+        assert self._proc.stdout.readline().strip() == "opened"
+
+    def commit_turn(self) -> None:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write("go\n")
+        self._proc.stdin.flush()
+        assert self._proc.stdout.readline().startswith("flushed")
+
+    def close(self) -> None:
+        """Kill the writer (its lease is then a dead process's)."""
+        self._proc.kill()
+        self._proc.communicate()
+
+
 _shared: dict[Path, Path] = {}
 
 
@@ -181,3 +214,53 @@ def run_main(*args: str, db: Path | str | None = None) -> subprocess.CompletedPr
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([*argv, *args])
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+@tool
+def boom() -> str:
+    """Always raises."""
+    raise RuntimeError("the disk is on fire")
+
+
+@tool
+def typed(n: int) -> str:
+    """Takes a number."""
+    return str(n)
+
+
+@tool
+def quota() -> ToolOutput:
+    """Reports its own error code."""
+    return ToolOutput(content="over quota", is_error=True, error_code="E_QUOTA")
+
+
+#: Calls of the ``failures`` session: each tool fails its own way, with the code it records.
+FAILED_CALLS = {
+    "boom": "TOOL_FAILED",
+    "nosuch": "UNKNOWN_TOOL",
+    "typed": "INVALID_ARGUMENTS",
+    "quota": "E_QUOTA",
+}
+
+
+async def play_failures(url: str, session_id: str = "failures") -> None:
+    """A real agent run whose tools fail four ways (raises, unknown, invalid arguments, its own
+    error code) after one failed model attempt, then finishes (see :func:`run_failures`)."""
+    async with open_store(url) as store:
+        session = await store.create(session_id)
+        await run_failures(session)
+        await session.aclose()
+
+
+async def run_failures(session: Session) -> None:
+    """The run of :func:`play_failures` on an open session."""
+    script = [
+        Response(text="x", fail_after=0, error="upstream 503"),
+        Response(
+            tool_calls=[("boom", "{}"), ("nosuch", "{}"), ("typed", '{"n": "x"}'), ("quota", "{}")]
+        ),
+        Response(text="All four failed.", usage=Usage(input_tokens=120, output_tokens=4)),
+    ]
+    agent = Agent(session, ScriptedModel(script), [boom, typed, quota], retry_backoff=0)
+    await agent.prompt("Try everything.", request_id="r1")
+    await agent.run_until_idle()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,22 @@ def test_the_demo_tells_the_whole_story() -> None:
     assert "model: Fixed: same_amount now compares whole cents. Tests: 1 passed." in out
     assert "ledger.py now: return round(a * 100) == round(b * 100)" in out
     assert "turn 2 ended: completed" in out
+    # The database is kept, its path printed, and the demo ends with the commands to look.
+    kept = re.search(r"the database is kept: (\S+)\) ==", out)
+    assert kept is not None and Path(kept[1]).is_file()
+    url = f"sqlite:///{kept[1]}"
+    tail = out.rstrip().splitlines()[-4:]
+    assert tail[0] == f"  eventlog --db {url} audit money-fix"
+    assert tail[1].startswith(f"  eventlog --db {url} replay money-fix --at ")
+    assert tail[3].startswith(f"  eventlog --db {url} serve")
+    # The commands work on it: the audit names the unknown outcome, the replay runs.
+    audit = subprocess.run(
+        [sys.executable, "-m", "eventlog", "--db", url, "audit", "money-fix", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert audit.returncode == 0, audit.stderr
+    assert "outcome unknown" in audit.stdout
+    shutil.rmtree(Path(kept[1]).parent)

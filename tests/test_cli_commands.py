@@ -215,6 +215,7 @@ def test_audit_classes_every_call_with_proving_seqs(db: Path) -> None:
         "arguments",
         "state",
         "outcome",
+        "error",
         "seqs",
     }
     assert set(sample["seqs"]) == {"proposed", "call", "outcome", "result"}
@@ -228,7 +229,7 @@ def test_audit_table_and_integrity_line(db: Path) -> None:
 
 
 def test_audit_of_a_corrupt_session_exits_1(db: Path) -> None:
-    result = cli("audit", "corrupt", "--json", db=db)
+    result = cli("audit", "corrupt", "--json", "--salvage", db=db)
     assert result.returncode == 1
     integrity = json.loads(result.stdout)["integrity"]
     assert integrity["ok"] is False and integrity["fault"]["seq"] == CORRUPT_SEQ

@@ -8,10 +8,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from eventlog import EventLogError, Session, open_store
+from eventlog import open_store
 from eventlog.ids import validate_session_id
 from eventlog.stores import LogStore, SessionRecord
 
+from ..report import Loaded, load_session
 from .errors import CliError
 from .output import Output
 
@@ -70,33 +71,6 @@ async def open_cli_store(url: str, *, create: bool = False) -> AsyncIterator[Log
         raise CliError(f"no database at {str(path)!r} (store URL {url!r})")
     async with open_store(url) as store:
         yield store
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """A session opened for reading (no lease) with its stored record.
-
-    :ivar session: read-only; holds the events before ``fault`` when there is one.
-    :ivar fault: the first integrity error in the stored log, naming its seq, or ``None``.
-    """
-
-    session: Session
-    record: SessionRecord
-    fault: EventLogError | None
-
-    @property
-    def stored_events(self) -> int:
-        return self.record.head + 1
-
-
-async def load_session(store: LogStore, session_id: str) -> Loaded:
-    """Load ``session_id`` read-only; a damaged log loads up to its first bad event.
-
-    :raises SessionNotFoundError: no such session.
-    """
-    record = await stored_record(store, session_id)
-    session = await store.open(session_id, salvage=True)
-    return Loaded(session, record, session.salvage_fault)
 
 
 async def stored_record(store: LogStore, session_id: str) -> SessionRecord:

@@ -41,6 +41,9 @@ def is_finding(exc: EventLogError) -> bool:
     return isinstance(exc, CorruptLogError | UnsupportedFormatError) and exc.session_id is not None
 
 
-def exit_code_for(exc: EventLogError) -> int:
-    """The exit code of a library error that ends a command."""
+def exit_code_for(exc: EventLogError, command: str | None = None) -> int:
+    """The exit code of a library error that ends ``command``. For ``verify``, whose job is
+    finding damage, a damaged database file is a finding too (not only a damaged log)."""
+    if command == "verify" and isinstance(exc, CorruptLogError | UnsupportedFormatError):
+        return EXIT_FINDINGS
     return EXIT_FINDINGS if is_finding(exc) else EXIT_USAGE

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 import anyio
+import msgspec
 
 from eventlog import EventLogError
 
@@ -20,8 +21,13 @@ from .output import Output
 __all__ = ("build_parser", "main")
 
 _EPILOG = """\
-exit codes: 0 fine, 1 findings (a damaged log, a session needing repair), 2 usage or input
-error (bad arguments, bad store URL, missing session or file).
+exit codes:
+  0  fine
+  1  findings: a damaged log (any command that reads it) or database file (verify), a
+     session needing repair (audit, recover), a failed tool call or model attempt (audit)
+  2  usage or input error: bad arguments, bad store URL, missing session or file
+`sessions` lists a damaged session as `corrupt` and still exits 0. With --json, an error is
+one JSON object on stderr: {"error": {"type", "message", "exit", "seq"}}.
 store URL: --db, else $EVENTLOG_DB, else sqlite:///eventlog.db; a bare path means a SQLite file.
 """
 
@@ -29,8 +35,13 @@ store URL: --db, else $EVENTLOG_DB, else sqlite:///eventlog.db; a bare path mean
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit code 2) like every other error."""
 
+    #: Set by :func:`main` when ``--json`` is on the command line (argparse fails before the
+    #: parsed options exist, so the usage error is told how to speak).
+    json_errors = False
+
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"eventlog: error: {one_line(message)} (see `{self.prog} --help`)\n")
+        text = f"{one_line(message)} (see `{self.prog} --help`)"
+        _fail(text, "UsageError", EXIT_USAGE, json_mode=_Parser.json_errors)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -77,8 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    args = build_parser().parse_args(argv)
-    out = Output(json_mode=getattr(args, "json", False))
+    words = list(sys.argv[1:] if argv is None else argv)
+    _Parser.json_errors = "--json" in words
+    args = build_parser().parse_args(words)
+    json_mode = getattr(args, "json", False)
+    out = Output(json_mode=json_mode)
     try:
         ctx = Context(url=resolve_url(getattr(args, "db", None)), out=out)
         code: int = anyio.run(args.run, args, ctx, backend="asyncio")
@@ -87,13 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_left()
     except CliError as exc:
-        _fail(exc.message)
+        _fail(exc.message, "CliError", exc.code, json_mode=json_mode)
         return exc.code
     except EventLogError as exc:
-        _fail(str(exc))
-        return exit_code_for(exc)
+        code = exit_code_for(exc, args.command)
+        _fail(str(exc), type(exc).__name__, code, json_mode=json_mode, seq=exc.seq)
+        return code
     except OSError as exc:
-        _fail(f"{exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else ""))
+        text = f"{exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else "")
+        _fail(text, type(exc).__name__, EXIT_USAGE, json_mode=json_mode)
         return EXIT_USAGE
     return code
 
@@ -109,8 +125,13 @@ def _reader_left() -> int:
     return 0
 
 
-def _fail(message: str) -> None:
-    sys.stderr.write(f"eventlog: error: {one_line(message)}\n")
+def _fail(message: str, kind: str, code: int, *, json_mode: bool, seq: int | None = None) -> None:
+    """Report the error that ends the command: one line, or one JSON object under ``--json``."""
+    if json_mode:
+        error = {"type": kind, "message": one_line(message), "exit": code, "seq": seq}
+        sys.stderr.write(msgspec.json.encode({"error": error}).decode() + "\n")
+    else:
+        sys.stderr.write(f"eventlog: error: {one_line(message)}\n")
     sys.stderr.flush()
 
 

@@ -6,6 +6,7 @@ and exported JSONL stay clean when piped.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,8 @@ from rich.progress import (
 
 __all__ = ("Output", "ProgressHook")
 
-#: Width used when stdout is not a terminal, so piped tables are not squeezed to 80 columns.
+#: Width used when stdout is not a terminal (and ``$COLUMNS`` is unset), so piped tables are
+#: not squeezed to 80 columns.
 _PIPE_WIDTH = 200
 
 _encoder = msgspec.json.Encoder()
@@ -62,8 +64,8 @@ class Output:
         out = stdout if stdout is not None else sys.stdout
         err = stderr if stderr is not None else sys.stderr
         self.stdout = out
-        self.console = _Console(file=out, width=None if _isatty(out) else _PIPE_WIDTH)
-        self.errors = _Console(file=err, width=None if _isatty(err) else _PIPE_WIDTH)
+        self.console = _Console(file=out, width=None if _isatty(out) else _pipe_width())
+        self.errors = _Console(file=err, width=None if _isatty(err) else _pipe_width())
 
     def json(self, value: Any) -> None:
         """Print ``value`` (builtins or msgspec structs) as one indented JSON document."""
@@ -96,6 +98,13 @@ class Output:
             transient=True,
         ) as bar:
             yield ProgressHook(bar, bar.add_task(description, total=total))
+
+
+def _pipe_width() -> int:
+    """A pipe's width: ``$COLUMNS`` when the caller set it (``COLUMNS=80 eventlog … | less``),
+    else :data:`_PIPE_WIDTH`."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else _PIPE_WIDTH
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -10,7 +10,6 @@ import msgspec
 
 from eventlog import (
     Event,
-    EventLogError,
     FilePart,
     ImagePart,
     Message,
@@ -22,6 +21,8 @@ from eventlog import (
     Unknown,
 )
 from eventlog.codec import encode_surface
+
+from ..report import fault_json
 
 __all__ = (
     "clip",
@@ -136,10 +137,3 @@ _SUMMARIES: dict[str, Any] = {
     "compaction/end": lambda d: f"{d.outcome} checkpoint={d.checkpoint}",
     "session/forked": lambda d: f"from {d.parent} after seq {d.boundary}",
 }
-
-
-def fault_json(fault: EventLogError | None) -> dict[str, Any] | None:
-    """An integrity finding as JSON: the error class, the seq it names and the message."""
-    if fault is None:
-        return None
-    return {"error": type(fault).__name__, "seq": fault.seq, "message": str(fault)}

@@ -1,5 +1,6 @@
 """Stores: where sessions live. ``open_store(url)`` picks the backend from the URL."""
 
+from ._lease_state import writer_alive
 from .base import Backend, SessionInfo, SessionRecord, Store
 from .logstore import LogStore
 from .memory import MemoryBackend, MemoryData
@@ -14,4 +15,5 @@ __all__ = (
     "SessionRecord",
     "Store",
     "open_store",
+    "writer_alive",
 )

@@ -373,9 +373,10 @@ class LogStore:
             await self.backend.wait_for_change(sid, last)
             await self.backend.get_session(sid)  # raises once the session was deleted
 
-    async def fork(self, session_id: str, boundary: int) -> Session:
+    async def fork(self, session_id: str, boundary: int, *, child_id: str | None = None) -> Session:
         self._check_open()
         sid = validate_session_id(session_id)
+        wanted = None if child_id is None else validate_session_id(child_id)
         record = await self.backend.get_session(sid)
         rows: list[Row] = []
         async for chunk in self.backend.read_rows(sid, 0, boundary + 1 if boundary >= 0 else 0):
@@ -397,7 +398,7 @@ class LogStore:
                 seq=boundary,
                 hint="fork at the turn/end of a turn, or before its turn/start",
             )
-        child_id = new_session_id()
+        child_id = wanted if wanted is not None else new_session_id()
         info = self.types.get("session/forked")
         assert info is not None
         forked_data = SessionForked(parent=sid, boundary=boundary)

@@ -8,6 +8,7 @@ from .follow import FOLLOW, FORK
 from .listing import SESSIONS, SHOW
 from .recover import RECOVER
 from .replay import REPLAY
+from .serve import SERVE
 from .transfer import EXPORT, IMPORT
 from .verify import VERIFY
 
@@ -24,4 +25,5 @@ COMMANDS: tuple[Command, ...] = (
     IMPORT,
     FOLLOW,
     FORK,
+    SERVE,
 )

@@ -1,88 +1,34 @@
-"""``audit``: every tool call with its state, outcome class and proving seqs, plus integrity."""
+"""``audit``: every tool call with its state, fate, error code and proving seqs; failed model
+attempts; integrity."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, Literal
+from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
-from eventlog import Session, ToolCallPart
-from projections import Timeline, ToolCallState, timeline
-from recovery import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, Diagnosis, scan
+from eventlog import Session
+from eventlog.stores import writer_alive
+from projections import Timeline, timeline
+from recovery import Diagnosis, scan
 
+from ...report import FAILED_FATES, call_row, failed_attempts, session_state
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..render import clip, fault_json
-from .base import Command
+from ..render import fault_json
+from ..tables import Column, fitted_table
+from .base import Command, add_salvage
 
-__all__ = ("AUDIT", "outcome_class")
+__all__ = ("AUDIT",)
 
-Outcome = Literal["completed", "not started", "outcome unknown", "recovered"]
-
-#: Result error codes that say the tool body never ran (recovery, or the agent on cancel).
-_NOT_STARTED_CODES = frozenset({TOOL_NOT_STARTED, "ABORTED_BEFORE_DISPATCH"})
-_UNKNOWN_CODES = frozenset({TOOL_OUTCOME_UNKNOWN})
 _OUTCOME_STYLE = {
     "completed": "green",
     "recovered": "cyan",
     "not started": "yellow",
+    "error": "magenta",
     "outcome unknown": "red",
 }
-
-
-def outcome_class(session: Session, call: ToolCallState) -> Outcome:
-    """What is known about a call's effect.
-
-    Answered calls are classed by their ``tool/result``: the error codes recovery (or a cancel)
-    writes, a result written by recovery from a logged ``tool/outcome`` (``recovered``), or a
-    normal result (``completed``). Unanswered calls are classed the way repair would class them.
-    """
-    events = session.events()
-    if call.result is not None:
-        data = events[call.result].data
-        code = data.error.code if data.error is not None else None
-        if code in _NOT_STARTED_CODES:
-            return "not started"
-        if code in _UNKNOWN_CODES:
-            return "outcome unknown"
-        source = data.message.source
-        return "recovered" if source is not None and source.kind == "recovery" else "completed"
-    if call.outcome is not None:
-        return "completed"
-    return "outcome unknown" if call.call is not None else "not started"
-
-
-def _arguments(session: Session, call: ToolCallState) -> str:
-    events = session.events()
-    if call.call is not None:
-        arguments: str = events[call.call].data.arguments
-        return arguments
-    if call.proposed is not None:
-        parts: tuple[ToolCallPart, ...] = events[call.proposed].data.message.tool_calls
-        for part in parts:
-            if part.id == call.call_id:
-                return part.arguments
-    return ""
-
-
-def _call_json(session: Session, call: ToolCallState) -> dict[str, Any]:
-    return {
-        "turn": call.turn,
-        "step": call.step,
-        "call_id": call.call_id,
-        "name": call.name,
-        "arguments": _arguments(session, call),
-        "state": call.status,
-        "outcome": outcome_class(session, call),
-        "seqs": {
-            "proposed": call.proposed,
-            "call": call.call,
-            "outcome": call.outcome,
-            "result": call.result,
-        },
-    }
 
 
 def _findings(diagnosis: Diagnosis) -> list[dict[str, Any]]:
@@ -102,62 +48,107 @@ def _findings(diagnosis: Diagnosis) -> list[dict[str, Any]]:
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
-        loaded = await load_session(store, args.session_id)
+        loaded = await load_session(store, args.session_id, salvage=args.salvage)
+        running = await writer_alive(store, loaded.session.id)
     session = loaded.session
     line = timeline(session)
-    calls = [_call_json(session, call) for call in line.calls()]
+    calls = [call_row(session, call) for call in line.calls()]
+    attempts = failed_attempts(session)
     findings = _findings(scan(session))
-    ok = loaded.fault is None and not findings
+    state = session_state(session, loaded.fault, running=running)
+    intact = loaded.fault is None and not findings
+    failed = [c for c in calls if c["outcome"] in FAILED_FATES]
+    # Exit 1 when anything failed or needs repair; a running session owes nothing yet.
+    ok = intact and not failed and not attempts and state != "needs repair"
     if ctx.out.json_mode:
         ctx.out.json(
             {
                 "session": session.id,
                 "events": loaded.stored_events,
+                "state": state,
                 "open_turn": line.turn.number if line.turn else None,
                 "open_step": line.step.number if line.step else None,
                 "calls": calls,
-                "integrity": {"ok": ok, "fault": fault_json(loaded.fault), "findings": findings},
+                "failed_attempts": attempts,
+                "integrity": {
+                    "ok": intact,
+                    "fault": fault_json(loaded.fault),
+                    "findings": findings,
+                },
             }
         )
     else:
-        _print(ctx, session, line, calls)
+        _print(ctx, session, line, calls, attempts, state)
         if loaded.fault is not None:
             ctx.out.line(f"integrity: FAILED: {loaded.fault}")
         for finding in findings:
             ctx.out.line(f"integrity: finding: session {session.id!r}, {finding['message']}")
-        if ok:
+        if intact:
             ctx.out.line(f"integrity: ok, hash chain verified over {loaded.stored_events} events")
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
-def _print(ctx: Context, session: Session, line: Timeline, calls: list[dict[str, Any]]) -> None:
-    table = Table("turn", "step", "call", "name", "arguments", "state", "outcome", "seqs")
+#: The audit table's columns; the lowest priorities are dropped first on a narrow terminal.
+_COLUMNS = (
+    Column("call", priority=9, min_width=8),
+    Column("name", priority=8, min_width=6),
+    Column("outcome", priority=10, min_width=17),  # "error INVALID_ARGUMENTS" wraps whole
+    Column("seqs", priority=7, min_width=11),
+    Column("turn", priority=5, justify="right"),
+    Column("step", priority=4, justify="right"),
+    Column("state", priority=3),
+    Column("arguments", priority=1, min_width=12),
+)
+
+
+def _print(
+    ctx: Context,
+    session: Session,
+    line: Timeline,
+    calls: list[dict[str, Any]],
+    attempts: list[dict[str, Any]],
+    state: str,
+) -> None:
+    rows = []
     for call in calls:
         seqs = " ".join(f"{k}={v}" for k, v in call["seqs"].items() if v is not None)
-        style = _OUTCOME_STYLE[call["outcome"]]
-        table.add_row(
-            str(call["turn"]),
-            str(call["step"]),
-            Text(call["call_id"]),
-            Text(call["name"]),
-            Text(clip(call["arguments"], 60)),
-            call["state"],
-            f"[{style}]{call['outcome']}[/]",
-            seqs,
+        outcome = call["outcome"]
+        if call["error"] is not None and outcome == "error":
+            outcome = f"error {call['error']['code']}"
+        rows.append(
+            {
+                "turn": str(call["turn"]),
+                "step": str(call["step"]),
+                "call": Text(call["call_id"]),
+                "name": Text(call["name"]),
+                "arguments": Text(call["arguments"]),
+                "state": call["state"],
+                "outcome": f"[{_OUTCOME_STYLE[call['outcome']]}]{outcome}[/]",
+                "seqs": seqs,
+            }
         )
-    ctx.out.console.print(table)
-    if line.turn is not None:
+    ctx.out.console.print(fitted_table(_COLUMNS, rows, ctx.out.console.width))
+    for attempt in attempts:
+        ctx.out.line(
+            f"failed model attempt: turn {attempt['turn']} step {attempt['step']} "
+            f"(seq {attempt['seq']}): {attempt['error']}"
+        )
+    if state == "running":
+        ctx.out.line(f"running: a live writer holds session {session.id!r}")
+    elif line.turn is not None:
         step = f", step {line.step.number}" if line.step is not None else ""
         ctx.out.line(f"open: turn {line.turn.number}{step} (eventlog recover {session.id})")
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session_id", metavar="ID")
+    add_salvage(parser)
 
 
 AUDIT = Command(
     "audit",
-    "every tool call (state, outcome class, proving seqs) and integrity verification",
+    "every tool call (state, fate with its error code, proving seqs), failed model attempts "
+    "and integrity (exit 1: something failed or needs repair)",
     _configure,
     _run,
 )

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ..context import Context
 
-__all__ = ("Command", "non_negative", "positive")
+__all__ = ("Command", "add_salvage", "non_negative", "positive")
 
 
 class Command(NamedTuple):
@@ -37,3 +37,12 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
     return value
+
+
+def add_salvage(parser: argparse.ArgumentParser) -> None:
+    """``--salvage``: read a damaged log up to its first bad event instead of refusing it."""
+    parser.add_argument(
+        "--salvage",
+        action="store_true",
+        help="on a damaged log, use the events before the first bad one (still exits 1)",
+    )

@@ -70,11 +70,12 @@ def _configure_fork(parser: argparse.ArgumentParser) -> None:
         metavar="SEQ",
         help="the last parent event the child keeps (outside any open turn)",
     )
+    parser.add_argument("--id", dest="child_id", metavar="ID", help="the new session's id")
 
 
 async def _run_fork(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
-        child = await store.fork(args.session_id, args.at)
+        child = await store.fork(args.session_id, args.at, child_id=args.child_id)
         head = child.head
         await child.aclose()
     if ctx.out.json_mode:

@@ -1,33 +1,43 @@
-"""``sessions`` (one row per session, paginated) and ``show`` (one session's events)."""
+"""``sessions`` (one row per session, paginated) and ``show`` (one session's events, streamed)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
-from typing import Any
+import shlex
+import textwrap
 
-from rich.table import Table
+import msgspec
 from rich.text import Text
 
-from eventlog import Event, EventLogError, Session, SessionInfo
-from eventlog.codec import encode_surface, stored_version
-from eventlog.stores import LogStore
-from projections import timeline
+from eventlog import Event, EventLogError
+from eventlog.codec import encode_surface
 
-from ..context import Context, load_session, open_cli_store
+from ...report import describe_session
+from ..context import Context, open_cli_store, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..render import event_json, event_summary, fault_json, timestamp
-from .base import Command, non_negative, positive
+from ..stream import verified_events
+from ..tables import Column, fitted_table, kept_columns
+from .base import Command, add_salvage, non_negative, positive
 
-__all__ = ("SESSIONS", "SHOW", "session_state")
+__all__ = ("SESSIONS", "SHOW")
 
 #: How each state is coloured on a terminal.
 _STATE_STYLE = {
     "balanced": "green",
     "open turn": "yellow",
+    "running": "blue",
     "needs repair": "red",
     "corrupt": "bold red",
 }
+_SESSION_COLUMNS = (
+    Column("id", priority=10, min_width=10),
+    Column("state", priority=9, min_width=12),
+    Column("events", priority=8, justify="right"),
+    Column("last activity", priority=6, min_width=24),
+    Column("turns", priority=5, justify="right"),
+    Column("created", priority=4, min_width=24),
+)
 
 
 def _configure_sessions(parser: argparse.ArgumentParser) -> None:
@@ -40,23 +50,23 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
 async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
         infos = await store.list(after=args.after, limit=args.limit)
-        rows = [await _describe(store, info) for info in infos]
+        rows = [await describe_session(store, info) for info in infos]
     after = infos[-1].id if len(infos) == args.limit else None
     if ctx.out.json_mode:
         ctx.out.json({"sessions": rows, "next_after": after})
         return EXIT_OK
-    table = Table("id", "created", "events", "turns", "last activity", "state")
-    for row in rows:
-        state = row["state"]
-        table.add_row(
-            row["id"],
-            timestamp(row["created_at"]),
-            str(row["events"]),
-            str(row["turns"]),
-            timestamp(row["last_time"]),
-            f"[{_STATE_STYLE[state]}]{state}[/]",
-        )
-    ctx.out.console.print(table)
+    cells = [
+        {
+            "id": Text(row["id"]),
+            "created": timestamp(row["created_at"]),
+            "events": str(row["events"]),
+            "turns": str(row["turns"]),
+            "last activity": timestamp(row["last_time"]),
+            "state": f"[{_STATE_STYLE[row['state']]}]{row['state']}[/]",
+        }
+        for row in rows
+    ]
+    ctx.out.console.print(fitted_table(_SESSION_COLUMNS, cells, ctx.out.console.width))
     for row in rows:
         if row["error"] is not None:
             ctx.out.warn(row["error"]["message"])
@@ -65,46 +75,18 @@ async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
     return EXIT_OK
 
 
-async def _describe(store: LogStore, info: SessionInfo) -> dict[str, Any]:
-    """One row of ``sessions``; a session that cannot be read is reported, never raised."""
-    row: dict[str, Any] = {
-        "id": info.id,
-        "created_at": info.created_at,
-        "events": info.head + 1,
-        "turns": 0,
-        "last_time": info.last_time,
-        "state": "corrupt",
-        "parent_id": info.parent_id,
-        "fork_seq": info.fork_seq,
-        "metadata": info.metadata,
-        "error": None,
-    }
-    if info.error is not None:
-        row["error"] = {"error": "SessionInfo", "seq": None, "message": info.error}
-        return row
-    try:
-        loaded = await load_session(store, info.id)
-    except EventLogError as exc:
-        row["error"] = fault_json(exc)
-        return row
-    line = timeline(loaded.session)
-    row["turns"] = line.next_turn - 1
-    row["state"] = session_state(loaded.session, loaded.fault)
-    row["error"] = fault_json(loaded.fault)
-    return row
+# -- show --------------------------------------------------------------------------------------
 
-
-def session_state(session: Session, fault: EventLogError | None) -> str:
-    """``corrupt`` (the log fails verification), ``needs repair`` (calls of the open step await
-    an answer), ``open turn`` (a turn is open but no answer is owed: a live run, or a crash
-    between steps) or ``balanced``. Calls left unanswered in a closed step are not something
-    repair can fix; ``audit`` reports them."""
-    if fault is not None:
-        return "corrupt"
-    line = timeline(session)
-    if line.dangling:
-        return "needs repair"
-    return "open turn" if line.turn is not None else "balanced"
+#: Events ``show`` prints unless told otherwise (``--limit``, ``--all``).
+DEFAULT_SHOW_LIMIT = 500
+_SHOW_COLUMNS = (
+    Column("seq", priority=10, min_width=6, justify="right"),
+    Column("time", priority=5, min_width=24),
+    Column("type", priority=9, min_width=20),
+    Column("surface", priority=3, min_width=8),
+    Column("sources", priority=2, min_width=7),
+    Column("summary", priority=8, min_width=24),
+)
 
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
@@ -119,74 +101,155 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turn", type=positive, metavar="N", help="only events of turn N")
     parser.add_argument("--from", dest="first", type=non_negative, metavar="SEQ", default=0)
     parser.add_argument("--to", dest="last", type=non_negative, metavar="SEQ")
+    parser.add_argument(
+        "--limit",
+        type=positive,
+        default=DEFAULT_SHOW_LIMIT,
+        metavar="N",
+        help=f"print at most N events ({DEFAULT_SHOW_LIMIT}), then a `more:` hint",
+    )
+    parser.add_argument("--all", action="store_true", help="print every matching event")
+    add_salvage(parser)
+
+
+class _Turns:
+    """Tracks the turn each event belongs to (``turn/start`` through ``turn/end``)."""
+
+    def __init__(self) -> None:
+        self.current: int | None = None
+
+    def of(self, event: Event) -> int | None:
+        if event.type == "turn/start":
+            self.current = event.data.turn
+        turn = self.current if self.current is not None else getattr(event.data, "turn", None)
+        if event.type == "turn/end":
+            self.current = None
+        return turn
 
 
 async def _run_show(args: argparse.Namespace, ctx: Context) -> int:
+    limit = None if args.all else args.limit
+    shown, more, fault = 0, None, None
     async with open_cli_store(ctx.url) as store:
-        loaded = await load_session(store, args.session_id)
-        versions = await _stored_versions(store, args.session_id)
-    events = [e for e, turn in _with_turns(loaded.session.events()) if _wanted(args, e, turn)]
-    if ctx.out.json_mode:
-        ctx.out.json(
-            {
-                "session": args.session_id,
-                "events": [{**event_json(e), "version": versions.get(e.seq, 1)} for e in events],
-                "fault": fault_json(loaded.fault),
-            }
-        )
-    else:
-        table = Table("seq", "time", "type", "surface", "sources", "summary")
-        for event in events:
-            table.add_row(
-                str(event.seq),
-                timestamp(event.time),
-                Text(_versioned(event.type, versions.get(event.seq, 1))),
-                _surface_text(event),
-                ",".join(map(str, event.sources)),
-                Text(event_summary(event)),
-                style="dim" if event.ignorable else None,
-            )
-        ctx.out.console.print(table)
-    if loaded.fault is not None:
-        ctx.out.warn(f"{loaded.fault}; events after it are not shown")
+        record = await stored_record(store, args.session_id)
+        printer = _JsonPrinter(ctx, record.id) if ctx.out.json_mode else _TextPrinter(ctx)
+        turns = _Turns()
+        try:
+            async for event, version in verified_events(store, record):
+                if args.last is not None and event.seq > args.last:
+                    break
+                if not _wanted(args, event, turns.of(event)):
+                    continue
+                if limit is not None and shown >= limit:
+                    more = event.seq
+                    break
+                printer.event(event, version)
+                shown += 1
+        except EventLogError as exc:
+            if exc.seq is None:
+                raise
+            fault = exc
+    printer.end(fault, None if more is None else _more_hint(args, more))
+    if fault is not None:
+        what = "events after it are not shown" if args.salvage else "pass --salvage to say so"
+        ctx.out.warn(f"{fault}; {what}")
         return EXIT_FINDINGS
     return EXIT_OK
 
 
-async def _stored_versions(store: LogStore, session_id: str) -> dict[int, int]:
-    """The payload version each stored event was written as, where it is not 1."""
-    versions: dict[int, int] = {}
-    async for chunk in store.backend.read_rows(session_id, 0, None):
-        for row in chunk:
-            version = stored_version(row.data)
-            if version != 1:
-                versions[row.seq] = version
-    return versions
+def _more_hint(args: argparse.Namespace, seq: int) -> str:
+    words = ["eventlog", "show", args.session_id, "--from", str(seq)]
+    for kind in args.types or ():
+        words += ["--type", kind]
+    if args.turn is not None:
+        words += ["--turn", str(args.turn)]
+    if args.last is not None:
+        words += ["--to", str(args.last)]
+    if args.limit != DEFAULT_SHOW_LIMIT:
+        words += ["--limit", str(args.limit)]
+    return shlex.join(words)
 
 
 def _versioned(type_: str, version: int) -> str:
-    # The stored payload version, shown where it is past the first (upcast on read).
+    # The stored payload version, shown where it is past the first (the event was upcast on read).
     return type_ if version == 1 else f"{type_} (v{version})"
 
 
-def _surface_text(event: Event) -> str:
-    return encode_surface(event.surface) or ""
+class _TextPrinter:
+    """Rows of fixed-width columns, each printed as it comes; the summary wraps in its column."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        width = ctx.out.console.width
+        kept = kept_columns(_SHOW_COLUMNS, width)
+        fixed = sum(c.narrowest + 1 for c in kept if c.name != "summary")
+        self._widths = {c.name: c.narrowest for c in kept}
+        self._widths["summary"] = max(_SHOW_COLUMNS[-1].narrowest, width - fixed)
+        self._columns = kept
+        self._line({c.name: c.name for c in kept})
+
+    def _line(self, cells: dict[str, str]) -> None:
+        summary = textwrap.wrap(cells["summary"], self._widths["summary"]) or [""]
+        head = []
+        for column in self._columns:
+            text = summary[0] if column.name == "summary" else cells[column.name]
+            if column.justify == "right":
+                head.append(text.rjust(self._widths[column.name]))
+            else:
+                head.append(text.ljust(self._widths[column.name]))
+        lines = [" ".join(head).rstrip()]
+        indent = " " * sum(self._widths[c.name] + 1 for c in self._columns[: self._summary_index()])
+        lines += [indent + rest for rest in summary[1:]]
+        self._ctx.out.stdout.write("\n".join(lines) + "\n")
+
+    def _summary_index(self) -> int:
+        return [c.name for c in self._columns].index("summary")
+
+    def event(self, event: Event, version: int) -> None:
+        self._line(
+            {
+                "seq": str(event.seq),
+                "time": timestamp(event.time),
+                "type": _versioned(event.type, version)
+                + (" (ignorable)" if event.ignorable else ""),
+                "surface": encode_surface(event.surface) or "",
+                "sources": ",".join(map(str, event.sources)),
+                "summary": event_summary(event),
+            }
+        )
+        self._ctx.out.stdout.flush()
+
+    def end(self, fault: EventLogError | None, more: str | None) -> None:
+        if more is not None:
+            self._ctx.out.line(f"more: {more}")
 
 
-def _with_turns(events: Iterable[Event]) -> Iterator[tuple[Event, int | None]]:
-    """Each event with the turn it belongs to (``turn/start`` through ``turn/end``)."""
-    current: int | None = None
-    for event in events:
-        if event.type == "turn/start":
-            current = event.data.turn
-        turn = current if current is not None else getattr(event.data, "turn", None)
-        yield event, turn
-        if event.type == "turn/end":
-            current = None
+class _JsonPrinter:
+    """One JSON document, written as it comes: the header, each event, then the trailer."""
+
+    _encoder = msgspec.json.Encoder()
+
+    def __init__(self, ctx: Context, session_id: str) -> None:
+        self._out = ctx.out.stdout
+        self._first = True
+        self._out.write('{\n  "session": ' + self._encoder.encode(session_id).decode())
+        self._out.write(',\n  "events": [')
+
+    def event(self, event: Event, version: int) -> None:
+        self._out.write("\n    " if self._first else ",\n    ")
+        self._out.write(self._encoder.encode({**event_json(event), "version": version}).decode())
+        self._first = False
+        self._out.flush()
+
+    def end(self, fault: EventLogError | None, more: str | None) -> None:
+        trailer = {"fault": fault_json(fault), "more": more}
+        body = self._encoder.encode(trailer).decode()[1:-1]
+        self._out.write(("\n  ]," if not self._first else "],") + "\n  " + body + "\n}\n")
+        self._out.flush()
 
 
 def _wanted(args: argparse.Namespace, event: Event, turn: int | None) -> bool:
-    if event.seq < args.first or (args.last is not None and event.seq > args.last):
+    if event.seq < args.first:
         return False
     if args.turn is not None and turn != args.turn:
         return False
@@ -204,5 +267,8 @@ SESSIONS = Command(
     _run_sessions,
 )
 SHOW = Command(
-    "show", "show a session's events, filtered by type, turn and seq", _configure_show, _run_show
+    "show",
+    "stream a session's events, filtered by type, turn and seq (at most --limit, then a hint)",
+    _configure_show,
+    _run_show,
 )

@@ -6,12 +6,13 @@ import argparse
 from typing import Any
 
 from eventlog import Session
+from eventlog.stores import writer_alive
 from recovery import Diagnosis, repair, scan
 
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..render import event_summary, fault_json
-from .base import Command
+from ..render import event_summary, fault_json, timestamp
+from .base import Command, add_salvage
 
 __all__ = ("RECOVER",)
 
@@ -23,17 +24,21 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="append the closers (takes the session's writer lease)",
     )
+    add_salvage(parser)
 
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
         if not args.apply:
-            loaded = await load_session(store, args.session_id)
+            loaded = await load_session(store, args.session_id, salvage=args.salvage)
+            running = await writer_alive(store, loaded.session.id)
             diagnosis = scan(loaded.session)
             doc = _diagnosis_json(diagnosis)
             doc["fault"] = fault_json(loaded.fault)
+            doc["running"] = running
             _report(ctx, doc, loaded.session, ())
-            needs = diagnosis.needs_repair or loaded.fault is not None
+            # A live writer's open step is work in progress, not a crash: nothing to repair.
+            needs = (diagnosis.needs_repair and not running) or loaded.fault is not None
             return EXIT_FINDINGS if needs else EXIT_OK
         session = await store.open(args.session_id)
         try:
@@ -42,6 +47,8 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
             await session.aclose()
         doc = _diagnosis_json(report.diagnosis)
         doc["fault"] = None
+        doc["running"] = False
+        doc["repaired_at"] = report.ran_at
         _report(ctx, doc, session, report.appended)
     return EXIT_OK
 
@@ -106,7 +113,10 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
     for a in doc["appended"]:
         line(f"  appended seq {a['seq']} {a['type']}: {a['summary']}")
     if appended:
-        line(f"repaired: {len(appended)} closers appended and flushed")
+        when = timestamp(doc.get("repaired_at"))
+        line(f"repaired: {len(appended)} closers appended and flushed at {when}")
+    elif doc["running"]:
+        line("running: a live writer holds the session; what is open is in progress")
     elif doc["needs_repair"]:
         line(f"needs repair: run `eventlog recover {sid} --apply`")
     else:

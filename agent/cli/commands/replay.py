@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 from rich.markup import escape
 from rich.panel import Panel
 
-from eventlog import Event, RequestHeader, Session
+from eventlog import RequestHeader, Session
 from projections import messages, to_anthropic, to_openai
 
+from ...report import header_at
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..render import fault_json, message_text
-from .base import Command, non_negative
+from .base import Command, add_salvage, non_negative
 
-__all__ = ("REPLAY", "request_header")
+__all__ = ("REPLAY",)
 
 _FORMATS = ("text", "openai", "anthropic", "json")
 _ROLE_STYLE = {"user": "cyan", "assistant": "green", "tool": "magenta"}
@@ -35,14 +35,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="text (default), openai / anthropic (the provider's message shapes), json",
     )
+    add_salvage(parser)
 
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url) as store:
-        loaded = await load_session(store, args.session_id)
+        loaded = await load_session(store, args.session_id, salvage=args.salvage)
     session = loaded.session
     history = messages(session, at=args.at)
-    header = request_header(session.events(), args.at)
+    header = header_at(session.events(), args.at)
     fmt = args.format or ("json" if ctx.out.json_mode else "text")
     if fmt == "text":
         _print_text(ctx, session, args.at, header, history)
@@ -52,21 +53,6 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out.warn(f"{loaded.fault}; the replay stops before it")
         return EXIT_FINDINGS
     return EXIT_OK
-
-
-def request_header(events: Iterable[Event], at: int | None) -> RequestHeader:
-    """The request settings in force after event ``at``: each ``request/header`` field keeps
-    its last non-``None`` value."""
-    fields: dict[str, Any] = {}
-    for event in events:
-        if at is not None and event.seq > at:
-            break
-        if event.type == "request/header":
-            for name in RequestHeader.__struct_fields__:
-                value = getattr(event.data, name)
-                if value is not None:
-                    fields[name] = value
-    return RequestHeader(**fields)
 
 
 def _document(

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Protocol
 
+import anyio
 import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
 from eventlog._attachments import row_digests
 from eventlog.codec import GENESIS_HASH, verify_rows
+from eventlog.ids import validate_session_id
 from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
 
-from ..context import Context, open_cli_store, stored_record
+from ..context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
+from ..extras import optional
 from ..jsonl import (
     ExportedSession,
     FormatError,
@@ -37,9 +41,31 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE instead of standard output"
     )
+    parser.add_argument(
+        "--format",
+        choices=("jsonl", "html", "otlp"),
+        default="jsonl",
+        help="jsonl (lossless, default), html (the session page as one file; extra: web), "
+        "otlp (a trace sent to --endpoint; extra: otel)",
+    )
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        default="http://127.0.0.1:4318/v1/traces",
+        help="with --format otlp: the OTLP/HTTP receiver (http://127.0.0.1:4318/v1/traces)",
+    )
+    parser.add_argument(
+        "--content",
+        action="store_true",
+        help="with --format otlp: include message content (off: it may be private)",
+    )
 
 
 async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
+    if args.format == "html":
+        return await _export_html(args, ctx)
+    if args.format == "otlp":
+        return await _export_otlp(args, ctx)
     async with open_cli_store(ctx.url) as store:
         record = await stored_record(store, args.session_id)
         with _target(args.output, ctx) as out:
@@ -68,6 +94,35 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
                     fault = fault or exc
     if fault is not None:
         ctx.out.warn(f"{fault}; exported as stored, but `import` will refuse it")
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+async def _export_html(args: argparse.Namespace, ctx: Context) -> int:
+    web = optional("agent.web", "web", "--format html")
+    async with open_cli_store(ctx.url) as store:
+        exported = await web.export_html(store, args.session_id)
+    with _target(args.output, ctx) as out:
+        out.write(exported.html.encode())
+    if exported.fault is not None:
+        ctx.out.warn(f"{exported.fault}; the page shows the events before it")
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
+    otel = optional("agent.otel", "otel", "--format otlp")
+    async with open_cli_store(ctx.url) as store:
+        loaded = await load_session(store, args.session_id)
+    sent = await anyio.to_thread.run_sync(
+        lambda: otel.export_otlp(loaded.session, args.endpoint, include_content=args.content)
+    )
+    if ctx.out.json_mode:
+        ctx.out.json({"session": loaded.session.id, "spans": sent, "endpoint": args.endpoint})
+    else:
+        ctx.out.line(f"sent session {loaded.session.id}: {sent} spans to {args.endpoint}")
+    if loaded.fault is not None:
+        ctx.out.warn(f"{loaded.fault}; the trace stops before it")
         return EXIT_FINDINGS
     return EXIT_OK
 
@@ -110,12 +165,43 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
         default="eventlog",
         help="eventlog (JSONL from `export`, default) or dsh (DeepSeek Harness session logs)",
     )
+    parser.add_argument(
+        "--as",
+        dest="as_id",
+        metavar="ID",
+        help="import the one session under this id (the chain does not name its session); "
+        "without it, dsh logs keep the harness's session id when it is free",
+    )
 
 
 async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
-    if args.source == "dsh":
-        return await _import_dsh(args, ctx)
+    """Import; a database file this import created is removed again when it fails, so a
+    failed import leaves no new file behind."""
+    path = sqlite_path(ctx.url)
+    fresh = path is not None and not path.exists()
+    try:
+        if args.source == "dsh":
+            return await _import_dsh(args, ctx)
+        return await _import_exports(args, ctx)
+    except BaseException:
+        if fresh and path is not None:
+            _remove_database(path)
+        raise
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
     sessions = [s for name in args.files for s in _read_export(name)]
+    if args.as_id is not None:
+        if len(sessions) != 1:
+            raise CliError(f"--as names one session; the files hold {len(sessions)}")
+        only = sessions[0]
+        record = msgspec.structs.replace(only.record, id=validate_session_id(args.as_id))
+        sessions = [dataclasses.replace(only, record=record)]
     async with open_cli_store(ctx.url, create=True) as store:
         # Check everything before writing anything: nothing is half-imported.
         for exported in sessions:
@@ -168,9 +254,12 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
     from eventlog.importers import ImportReport, import_dsh  # only `import --from dsh` needs it
 
     reports: list[ImportReport] = []
+    if args.as_id is not None and len(args.files) != 1:
+        raise CliError(f"--as names one session; {len(args.files)} files were given")
     async with open_cli_store(ctx.url, create=True) as store:
         for name in args.files:  # one at a time: each file is imported whole or not at all
-            reports.append(await import_dsh(store, name))  # noqa: PERF401
+            wanted = args.as_id or await _free_dsh_id(store, name)
+            reports.append(await import_dsh(store, name, session_id=wanted))
     if ctx.out.json_mode:
         ctx.out.json({"imported": [msgspec.to_builtins(r) for r in reports]})
     else:
@@ -179,9 +268,31 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
     return EXIT_OK
 
 
+async def _free_dsh_id(store: LogStore, name: str) -> str | None:
+    """The harness's own session id (the header's ``id``) when it is a valid id not taken in
+    the store; else ``None`` (a random one). A header that does not parse is left to the
+    importer, which reports it with file and line."""
+    try:
+        header = msgspec.json.decode(_first_line(name))
+        harness_id = validate_session_id(header["id"])
+    except (OSError, msgspec.DecodeError, EventLogError, KeyError, TypeError, ValueError):
+        return None
+    try:
+        await stored_record(store, harness_id)
+    except SessionNotFoundError:
+        return harness_id
+    return None
+
+
+def _first_line(name: str) -> bytes:
+    with Path(name).open("rb") as file:  # one line of a local file: no need for a thread
+        return file.readline()
+
+
 EXPORT = Command(
     "export",
-    "write a session as JSONL (every stored column; `import` restores it losslessly)",
+    "write a session as JSONL (every stored column; `import` restores it losslessly), as one "
+    "HTML page, or send it as an OpenTelemetry trace",
     _configure_export,
     _run_export,
 )

@@ -1,0 +1,71 @@
+"""What a session says about its run, classed once for every view: each tool call's fate with
+the seqs that prove it, failed model attempts, and the session's state (``running`` when
+:func:`eventlog.stores.writer_alive` says its writer is alive)."""
+
+from ._fates import (
+    FAILED_FATES as FAILED_FATES,
+)
+from ._fates import (
+    Fate as Fate,
+)
+from ._fates import (
+    SessionState as SessionState,
+)
+from ._fates import (
+    call_arguments as call_arguments,
+)
+from ._fates import (
+    call_error as call_error,
+)
+from ._fates import (
+    call_fate as call_fate,
+)
+from ._fates import (
+    call_row as call_row,
+)
+from ._fates import (
+    failed_attempts as failed_attempts,
+)
+from ._fates import (
+    result_fate as result_fate,
+)
+from ._fates import (
+    session_state as session_state,
+)
+from ._load import Loaded as Loaded
+from ._load import load_session as load_session
+from ._runs import (
+    RunSpan as RunSpan,
+)
+from ._runs import (
+    SpanKind as SpanKind,
+)
+from ._runs import (
+    header_at as header_at,
+)
+from ._runs import (
+    run_spans as run_spans,
+)
+from ._sessions import describe_session as describe_session
+from ._sessions import fault_json as fault_json
+
+__all__ = (
+    "describe_session",
+    "fault_json",
+    "Loaded",
+    "RunSpan",
+    "SpanKind",
+    "header_at",
+    "load_session",
+    "run_spans",
+    "FAILED_FATES",
+    "Fate",
+    "SessionState",
+    "call_arguments",
+    "call_error",
+    "call_fate",
+    "call_row",
+    "failed_attempts",
+    "result_fate",
+    "session_state",
+)

@@ -1,0 +1,138 @@
+"""What is known about each tool call and model attempt of a session, and the session's state.
+
+Shared by the ``eventlog`` command, the web app and the OpenTelemetry export, so every view
+classes a call the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from eventlog import EventLogError, Session, ToolCallPart, ToolResult
+from projections import ToolCallState, timeline
+from recovery import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+
+__all__ = (
+    "FAILED_FATES",
+    "Fate",
+    "SessionState",
+    "call_arguments",
+    "call_error",
+    "call_fate",
+    "call_row",
+    "failed_attempts",
+    "result_fate",
+    "session_state",
+)
+
+#: ``completed`` (a normal result), ``error`` (the tool failed: it raised, was unknown, got
+#: invalid arguments or returned its own error code), ``not started`` (the body never ran),
+#: ``outcome unknown`` (the body may have run; nobody knows its effect), ``recovered`` (its
+#: logged outcome answered it after a crash).
+Fate = Literal["completed", "error", "not started", "outcome unknown", "recovered"]
+#: Fates that are failures: ``audit`` exits 1 when a call has one. ``outcome unknown`` is not:
+#: it is the honest answer repair gave (shown in its colour; the crash itself is the finding).
+FAILED_FATES: frozenset[str] = frozenset({"error"})
+
+SessionState = Literal["balanced", "open turn", "running", "needs repair", "corrupt"]
+
+#: Result error codes that say the tool body never ran (recovery, or the agent on cancel).
+_NOT_STARTED_CODES = frozenset({TOOL_NOT_STARTED, "ABORTED_BEFORE_DISPATCH"})
+_UNKNOWN_CODES = frozenset({TOOL_OUTCOME_UNKNOWN})
+
+
+def call_error(session: Session, call: ToolCallState) -> dict[str, str] | None:
+    """The error of a call's ``tool/result`` (``{"code", "name"}``), or ``None``."""
+    if call.result is None:
+        return None
+    error = session.events()[call.result].data.error
+    return None if error is None else {"code": error.code, "name": error.name}
+
+
+def call_fate(session: Session, call: ToolCallState) -> Fate:
+    """What is known about a call's effect.
+
+    Answered calls are classed by their ``tool/result``: the error codes recovery (or a cancel)
+    writes, any other error code (``error``), a result written by recovery from a logged
+    ``tool/outcome`` (``recovered``), or a normal result (``completed``). Unanswered calls are
+    classed the way repair would class them.
+    """
+    if call.result is not None:
+        return result_fate(session.events()[call.result].data)
+    if call.outcome is not None:
+        return "completed"
+    return "outcome unknown" if call.call is not None else "not started"
+
+
+def result_fate(result: ToolResult) -> Fate:
+    """The fate a ``tool/result`` gives its call: by its error code (the codes recovery or a
+    cancel writes; any other is ``error``), else ``recovered`` when recovery wrote it from a
+    logged ``tool/outcome``, else ``completed``."""
+    code = result.error.code if result.error is not None else None
+    if code in _NOT_STARTED_CODES:
+        return "not started"
+    if code in _UNKNOWN_CODES:
+        return "outcome unknown"
+    if code is not None:
+        return "error"
+    source = result.message.source
+    return "recovered" if source is not None and source.kind == "recovery" else "completed"
+
+
+def call_arguments(session: Session, call: ToolCallState) -> str:
+    """The call's arguments as the model wrote them (``""`` when none was logged)."""
+    events = session.events()
+    if call.call is not None:
+        arguments: str = events[call.call].data.arguments
+        return arguments
+    if call.proposed is not None:
+        parts: tuple[ToolCallPart, ...] = events[call.proposed].data.message.tool_calls
+        for part in parts:
+            if part.id == call.call_id:
+                return part.arguments
+    return ""
+
+
+def call_row(session: Session, call: ToolCallState) -> dict[str, Any]:
+    """One call as JSON builtins: where, what, state, fate, error and the proving seqs."""
+    return {
+        "turn": call.turn,
+        "step": call.step,
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call_arguments(session, call),
+        "state": call.status,
+        "outcome": call_fate(session, call),
+        "error": call_error(session, call),
+        "seqs": {
+            "proposed": call.proposed,
+            "call": call.call,
+            "outcome": call.outcome,
+            "result": call.result,
+        },
+    }
+
+
+def failed_attempts(session: Session) -> list[dict[str, Any]]:
+    """Every ``assistant/attempt`` that carries an error: ``{"seq", "turn", "step", "error"}``."""
+    return [
+        {"seq": e.seq, "turn": e.data.turn, "step": e.data.step, "error": e.data.error}
+        for e in session.events()
+        if e.type == "assistant/attempt" and e.data.error is not None
+    ]
+
+
+def session_state(session: Session, fault: EventLogError | None, *, running: bool) -> SessionState:
+    """``corrupt`` (the log fails verification), ``running`` (a live writer holds the lease:
+    whatever is open is in progress), ``needs repair`` (calls of the open step await an answer
+    and nobody is writing), ``open turn`` (a turn is open but no answer is owed: a crash between
+    steps) or ``balanced``. Calls left unanswered in a closed step are not something repair can
+    fix; ``audit`` reports them."""
+    if fault is not None:
+        return "corrupt"
+    if running:
+        return "running"
+    line = timeline(session)
+    if line.dangling:
+        return "needs repair"
+    return "open turn" if line.turn is not None else "balanced"

@@ -1,0 +1,44 @@
+"""A session loaded for reading, with the first integrity fault of its stored log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eventlog import EventLogError, Session
+from eventlog.ids import validate_session_id
+from eventlog.stores import LogStore, SessionRecord
+
+__all__ = ("Loaded", "load_session")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A session opened for reading (no lease) with its stored record.
+
+    :ivar session: read-only; holds the events before ``fault`` when there is one.
+    :ivar fault: the first integrity error in the stored log, naming its seq, or ``None``.
+    """
+
+    session: Session
+    record: SessionRecord
+    fault: EventLogError | None
+
+    @property
+    def stored_events(self) -> int:
+        return self.record.head + 1
+
+
+async def load_session(store: LogStore, session_id: str, *, salvage: bool = True) -> Loaded:
+    """Load ``session_id`` read-only. With ``salvage`` a damaged log loads up to its first bad
+    event (``Loaded.fault`` names it); without, the damage is raised.
+
+    :raises SessionNotFoundError: no such session.
+    :raises CorruptLogError: the log is damaged and ``salvage`` is false.
+    """
+    record = await store.backend.get_session(validate_session_id(session_id))
+    session = await store.open(session_id, salvage=True)
+    fault = session.salvage_fault
+    if fault is not None and not salvage:
+        await session.aclose()
+        raise fault
+    return Loaded(session, record, fault)

@@ -1,0 +1,51 @@
+"""One row per session for the lists: id, counts, state (``running`` for a live writer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventlog import EventLogError, SessionInfo
+from eventlog.stores import LogStore, writer_alive
+from projections import timeline
+
+from ._fates import session_state
+from ._load import load_session
+
+__all__ = ("describe_session", "fault_json")
+
+
+def fault_json(fault: EventLogError | None) -> dict[str, Any] | None:
+    """An integrity finding as JSON: the error class, the seq it names and the message."""
+    if fault is None:
+        return None
+    return {"error": type(fault).__name__, "seq": fault.seq, "message": str(fault)}
+
+
+async def describe_session(store: LogStore, info: SessionInfo) -> dict[str, Any]:
+    """One row of ``sessions``; a session that cannot be read is reported, never raised."""
+    row: dict[str, Any] = {
+        "id": info.id,
+        "created_at": info.created_at,
+        "events": info.head + 1,
+        "turns": 0,
+        "last_time": info.last_time,
+        "state": "corrupt",
+        "parent_id": info.parent_id,
+        "fork_seq": info.fork_seq,
+        "metadata": info.metadata,
+        "error": None,
+    }
+    if info.error is not None:
+        row["error"] = {"error": "SessionInfo", "seq": None, "message": info.error}
+        return row
+    try:
+        loaded = await load_session(store, info.id)
+    except EventLogError as exc:
+        row["error"] = fault_json(exc)
+        return row
+    line = timeline(loaded.session)
+    row["turns"] = line.next_turn - 1
+    running = await writer_alive(store, info.id)
+    row["state"] = session_state(loaded.session, loaded.fault, running=running)
+    row["error"] = fault_json(loaded.fault)
+    return row
