@@ -5,6 +5,13 @@ from .formats import to_anthropic, to_openai, tool_input
 from .inbox import INBOX, Inbox, InboxProjection, InboxState, inbox, normalize_splice
 from .inbox_splices import Claim, cancel, cancel_all, claim, enqueue, splice
 from .messages import MessagesView, derive, messages
+from .requests import (
+    ANTHROPIC_DEFAULT_MAX_TOKENS,
+    anthropic_request,
+    anthropic_tools,
+    openai_request,
+    openai_tools,
+)
 from .surface import Surface, surface
 from .timeline import (
     CallKey,
@@ -18,6 +25,11 @@ from .timeline import (
 )
 
 __all__ = (
+    "ANTHROPIC_DEFAULT_MAX_TOKENS",
+    "anthropic_request",
+    "anthropic_tools",
+    "openai_request",
+    "openai_tools",
     "CallKey",
     "CallStatus",
     "Claim",

@@ -58,7 +58,7 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """The OpenAI Chat Completions ``messages`` for ``messages``.
 
     ``user`` → ``{"role": "user", "content": str | [text parts]}``; ``assistant`` →
-    ``{"role": "assistant", "content": str | None, "tool_calls": [{"id", "type": "function",
+    ``{"role": "assistant", "content": str, "tool_calls": [{"id", "type": "function",
     "function": {"name", "arguments"}}]}`` (``tool_calls`` only when there are some);
     ``tool`` → ``{"role": "tool", "tool_call_id", "content"}``. OpenAI has no error flag on a
     tool result: the content says it.
@@ -95,7 +95,8 @@ def _openai_assistant(message: Message) -> dict[str, Any] | None:
     ]
     if not text and not calls:
         return None  # only reasoning (dropped), or nothing: the API refuses an empty message
-    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # "" rather than null beside tool calls: OpenAI takes both, llama.cpp's server only "".
+    converted: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         converted["tool_calls"] = calls
     return converted

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from eventlog import Event, RequestHeader, Session
-from projections import messages, to_anthropic, to_openai
+from projections import anthropic_request, messages, openai_request
 
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
@@ -79,35 +79,21 @@ def _document(
 ) -> dict[str, Any]:
     seq = session.head if at is None else at
     base: dict[str, Any] = {"session": session.id, "at": seq, "model": header.model}
-    tools = [msgspec.to_builtins(t) for t in header.tools or ()]
-    if fmt == "openai":
-        system = [{"role": "system", "content": header.system}] if header.system else []
-        base["messages"] = system + list(to_openai(list(history)))
-        base["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t["name"],
-                    "description": t.get("description", ""),
-                    "parameters": t.get("parameters", {}),
-                },
-            }
-            for t in tools
-        ]
-    elif fmt == "anthropic":
-        base["system"] = header.system
-        base["messages"] = list(to_anthropic(list(history)))
-        base["tools"] = [
-            {
-                "name": t["name"],
-                "description": t.get("description", ""),
-                "input_schema": t.get("parameters", {}),
-            }
-            for t in tools
-        ]
+    history = list(history)
+    if fmt in ("openai", "anthropic"):
+        build = openai_request if fmt == "openai" else anthropic_request
+        body = build(
+            history,
+            system=header.system or "",
+            tools=header.tools or (),
+            model=header.model or "",
+            params=header.params,
+        )
+        # The model named once, as the header has it (None when never set).
+        base.update({k: v for k, v in body.items() if k != "model"})
     else:
         base["system"] = header.system
-        base["tools"] = tools
+        base["tools"] = [msgspec.to_builtins(t) for t in header.tools or ()]
         base["params"] = header.params
         base["messages"] = [msgspec.to_builtins(m) for m in history]
         base["fault"] = fault_json(fault)

@@ -1,0 +1,193 @@
+"""``OpenAIChat``: streaming Chat Completions through the official ``openai`` SDK.
+
+For OpenAI and every OpenAI-compatible server (DeepSeek, vLLM, llama.cpp, Ollama, OpenRouter).
+The request body is :func:`projections.openai_request`'s, plus ``stream`` and
+``stream_options.include_usage``. What servers are known to do differently is absorbed here:
+
+- a tool call's ``id`` and ``name`` may come once or on every delta (llama.cpp repeats them);
+  they are passed on once per call ``index``, as the :class:`~agent.ToolCallDelta` contract says;
+- reasoning comes as ``reasoning_content`` (DeepSeek) or ``reasoning`` (vLLM, OpenRouter);
+- usage comes on a last chunk without choices; cached prompt tokens as
+  ``prompt_tokens_details.cached_tokens`` (OpenAI) or ``prompt_cache_hit_tokens`` (DeepSeek).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from eventlog import Usage
+from projections import openai_request
+
+from ..model import (
+    Chunk,
+    Finish,
+    FinishKind,
+    ModelError,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+)
+from ._errors import provider_errors
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.completion_usage import CompletionUsage
+
+__all__ = ("OpenAIChat",)
+
+_FINISH: dict[str, FinishKind] = {
+    "stop": "stop",
+    "tool_calls": "tool-calls",
+    "length": "max-tokens",
+}
+
+
+class OpenAIChat:
+    """A :class:`~agent.Model` over Chat Completions (needs the ``openai`` extra).
+
+    :param model: the model name sent when the request names none (``ModelRequest.model`` wins).
+    :param client: a ready ``AsyncOpenAI``; the caller keeps owning it. Without one, a client is
+        made from ``base_url`` and ``api_key`` and closed by :meth:`aclose`.
+    :param timeout: seconds an attempt may wait for the server (to connect, and between bytes
+        of the stream) before it fails, retryably.
+    :raises ImportError: the ``openai`` package is not installed.
+
+    Every attempt is one HTTP request: the SDK's own retries are off, so the agent retries and
+    logs each failed attempt. Errors are :class:`~agent.ModelError`: transport errors, timeouts,
+    429 and 5xx retryable (with the server's ``retry-after``), other 4xx not, with the server's
+    message. Closing the stream early (a cancel) closes the HTTP response.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        import openai
+
+        self._sdk = openai
+        self._model = model
+        self._owned = client is None
+        if client is None:
+            client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused")
+        self.client: AsyncOpenAI = client.with_options(timeout=timeout, max_retries=0)
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"<OpenAIChat model={self._model!r} base_url={str(self.client.base_url)!r}>"
+
+    async def aclose(self) -> None:
+        """Close the client if this adapter made it."""
+        if self._owned:
+            await self.client.close()
+
+    async def __aenter__(self) -> OpenAIChat:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (what the server receives, byte for byte in
+        meaning)."""
+        body = openai_request(
+            request.messages,
+            system=request.system,
+            tools=request.tools,
+            model=request.model or self._model,
+            params=request.params,
+        )
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        """Stream the reply to ``request``: deltas, then one :class:`~agent.Finish`.
+
+        :raises ModelError: the request failed, the stream broke, or it ended without a finish
+            reason.
+        """
+        body = self.body(request)
+        required = {key: body.pop(key) for key in ("model", "messages", "stream")}
+        state = _State()
+        with provider_errors(self._sdk, "openai"):
+            # Everything but the required keys goes as extra_body: a server's own parameters
+            # pass through untouched, whether this SDK version knows them or not.
+            stream = await self.client.chat.completions.create(**required, extra_body=body)
+            async with stream:
+                async for chunk in stream:
+                    for out in state.feed(chunk):
+                        yield out
+        yield state.finish()
+
+
+class _State:
+    """What one stream has shown so far: the finish reason, usage, ids and names sent."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.usage: Usage | None = None
+        self.announced: dict[int, tuple[str | None, str | None]] = {}
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[Chunk]:
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        out: list[Chunk] = []
+        for choice in chunk.choices[:1]:  # n=1: one choice
+            delta = choice.delta
+            reasoning = _reasoning(delta)
+            if reasoning:
+                out.append(ReasoningDelta(text=reasoning))
+            if delta.content:
+                out.append(TextDelta(text=delta.content))
+            out.extend(self._call(call) for call in delta.tool_calls or ())
+            if choice.finish_reason is not None:
+                self.reason = choice.finish_reason
+        return out
+
+    def _call(self, call: Any) -> ToolCallDelta:
+        seen_id, seen_name = self.announced.get(call.index, (None, None))
+        function = call.function
+        name = function.name if function is not None else None
+        arguments = (function.arguments if function is not None else None) or ""
+        new_id = call.id if call.id and call.id != seen_id else None
+        new_name = name if name and name != seen_name else None
+        self.announced[call.index] = (seen_id or call.id, seen_name or name)
+        return ToolCallDelta(index=call.index, id=new_id, name=new_name, arguments=arguments)
+
+    def finish(self) -> Finish:
+        if self.reason is None:
+            raise ModelError("openai: the stream ended without a finish reason")
+        kind = _FINISH.get(self.reason)
+        if kind is None:
+            return Finish(kind="error", usage=self.usage, error=f"finish reason {self.reason!r}")
+        return Finish(kind=kind, usage=self.usage)
+
+
+def _reasoning(delta: Any) -> str:
+    extra = delta.model_extra or {}
+    value = extra.get("reasoning_content") or extra.get("reasoning")
+    return value if isinstance(value, str) else ""
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None
+    if cached is None:
+        cached = (usage.model_extra or {}).get("prompt_cache_hit_tokens")
+    details = usage.completion_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cache_read_tokens=int(cached or 0),
+        reasoning_tokens=int((details.reasoning_tokens if details else None) or 0),
+    )
