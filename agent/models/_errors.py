@@ -16,7 +16,17 @@ from typing import Any
 
 from ..model import ModelError
 
-__all__ = ("provider_errors", "retry_after")
+__all__ = ("provider_errors", "provider_message", "retry_after")
+
+
+def provider_message(exc: Any) -> str:
+    """The provider's own error message (``error.message`` of the body), else the SDK's."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return str(exc.message)
 
 
 def retry_after(headers: Any) -> float | None:
@@ -51,10 +61,11 @@ def provider_errors(sdk: Any, provider: str) -> Iterator[None]:
     except sdk.APIStatusError as exc:
         status = int(exc.status_code)
         if status < 400:  # an error event inside a stream that had started fine (overloaded)
-            raise ModelError(f"{provider}: error in the stream: {exc.message}") from exc
+            message = provider_message(exc)
+            raise ModelError(f"{provider}: error in the stream: {message}") from exc
         retryable = status in (408, 409, 429) or status >= 500
         raise ModelError(
-            f"{provider}: HTTP {status}: {exc.message}",
+            f"{provider}: HTTP {status}: {provider_message(exc)}",
             retryable=retryable,
             retry_after=retry_after(exc.response.headers) if retryable else None,
             status=status,

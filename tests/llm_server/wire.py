@@ -114,7 +114,7 @@ def anthropic_events(
 ) -> list[Event]:
     """A whole streamed message: thinking ``(text, signature)``, a redacted thinking block,
     text, then each ``tool_use`` ``(id, name, input_json)`` in ``size`` pieces, and the stop."""
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
