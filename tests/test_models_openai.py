@@ -180,7 +180,10 @@ async def test_a_stream_cut_in_the_middle_is_retried(server: LLMServer, session:
     )
     assert await run_turn(session, model_for(server), "Go") == "completed"
     (attempt,) = events_of(session, "assistant/attempt")
-    assert attempt.data.error == "ModelError: openai: APIConnectionError: Connection error."
+    assert attempt.data.error == (
+        "ModelError: openai: APIConnectionError: Connection error. (peer closed connection "
+        "without sending complete message body (incomplete chunked read))"
+    )
     assert events_of(session, "assistant/message")[0].data.message.text == "whole"
     assert server.bodies[0] == server.bodies[1]  # the same request, sent again
 

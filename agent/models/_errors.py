@@ -71,7 +71,8 @@ def provider_errors(sdk: Any, provider: str) -> Iterator[None]:
             status=status,
         ) from exc
     except sdk.APIConnectionError as exc:
-        raise ModelError(f"{provider}: {type(exc).__name__}: {exc}") from exc
+        cause = f" ({exc.__cause__})" if str(exc.__cause__ or "") else ""
+        raise ModelError(f"{provider}: {type(exc).__name__}: {exc}{cause}") from exc
     except httpx2.TransportError as exc:
         raise ModelError(f"{provider}: the stream broke: {type(exc).__name__}: {exc}") from exc
     except sdk.APIError as exc:  # an error event inside the stream
