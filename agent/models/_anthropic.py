@@ -10,7 +10,7 @@ reasoning with its signature (so a thinking block can be sent back unchanged),
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from eventlog import Usage
 from projections import anthropic_request
@@ -92,7 +92,7 @@ class AnthropicMessages:
         if self._owned:
             await self.client.close()
 
-    async def __aenter__(self) -> AnthropicMessages:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

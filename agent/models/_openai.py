@@ -14,7 +14,7 @@ The request body is :func:`projections.openai_request`'s, plus ``stream`` and
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from eventlog import Usage
 from projections import openai_request
@@ -91,7 +91,7 @@ class OpenAIChat:
         if self._owned:
             await self.client.close()
 
-    async def __aenter__(self) -> OpenAIChat:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
