@@ -1,7 +1,7 @@
 """``python -m benchmarks [SUITE ...] [--quick]``: print measured figures.
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
-``peers``.
+``models`` (provider adapters over a loopback server), ``peers``.
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -21,8 +21,9 @@ SUITES = {
     "sqlite": "benchmarks.sqlite_bench",
     "postgres": "benchmarks.postgres_bench",
     "peers": "benchmarks.peers",
+    "models": "benchmarks.models_bench",
 }
-DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres")
+DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres", "models")
 
 
 def main(argv: list[str] | None = None) -> int:

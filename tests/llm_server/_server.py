@@ -42,6 +42,8 @@ class Reply:
     :ivar headers: extra response headers (``retry-after``...).
     :ivar delay: seconds before the response starts (to outlast a client's timeout).
     :ivar cut_after: drop the connection after this many events (no clean end of body).
+    :ivar burst: send all events as one body instead of one write each (for benchmarks: the
+        client then parses at its own speed, not the server's).
     :ivar hold_after: after this many events, set ``reached`` and send nothing more until the
         client goes away or the server stops.
     :ivar disconnected: set once the stream is over: all sent, cut, or the client gone.
@@ -53,6 +55,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     cut_after: int | None = None
+    burst: bool = False
     hold_after: int | None = None
     reached: threading.Event = field(default_factory=threading.Event)
     disconnected: threading.Event = field(default_factory=threading.Event)
@@ -158,6 +161,9 @@ class LLMServer:
             await self._pause(reply.delay)
         if not reply.events:
             return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+        if reply.burst:
+            body = b"".join(_event(event).encode() for event in reply.events)
+            return Response(body, media_type="text/event-stream", headers=reply.headers)
         return EventSourceResponse(self._events(reply), headers=reply.headers, ping=3600)
 
     async def _pause(self, seconds: float) -> None:
@@ -175,10 +181,13 @@ class LLMServer:
                     reply.reached.set()
                     await self._stopping.wait()
                     return
-                data = event["data"]
-                yield ServerSentEvent(
-                    data=data if isinstance(data, str) else json.dumps(data),
-                    event=event.get("event"),
-                )
+                yield _event(event)
         finally:
             reply.disconnected.set()
+
+
+def _event(event: dict[str, Any]) -> ServerSentEvent:
+    data = event["data"]
+    return ServerSentEvent(
+        data=data if isinstance(data, str) else json.dumps(data), event=event.get("event")
+    )
