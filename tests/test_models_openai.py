@@ -6,6 +6,8 @@ and checks both what the agent logged and the exact JSON the server received.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -319,3 +321,10 @@ async def test_repeated_ids_reach_the_stream_once(server: LLMServer) -> None:
     assert all(d.id is None and d.name is None for d in deltas[1:])
     assert "".join(d.arguments for d in deltas) == '{"city": "Lima"}'
     assert not any(isinstance(c, ReasoningDelta) for c in chunks)
+
+
+def test_importing_the_adapters_imports_no_sdk() -> None:
+    # The SDKs are optional extras: agent.models imports them only when an adapter is built.
+    code = "import sys, agent.models; print(sorted({'openai', 'anthropic'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "[]\n"

@@ -9,8 +9,7 @@ reasoning with its signature (so a thinking block can be sent back unchanged),
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from eventlog import Usage
 from projections import anthropic_request
@@ -25,7 +24,7 @@ from ..model import (
     TextDelta,
     ToolCallDelta,
 )
-from ._errors import provider_errors
+from ._base import ProviderModel
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -46,7 +45,7 @@ _WHY = {
 }
 
 
-class AnthropicMessages:
+class AnthropicMessages(ProviderModel):
     """A :class:`~agent.Model` over the Anthropic Messages API (needs the ``anthropic`` extra).
 
     :param model: the model name sent when the request names none (``ModelRequest.model`` wins).
@@ -62,6 +61,10 @@ class AnthropicMessages:
     and ``pause_turn`` finish ``error`` saying why.
     """
 
+    provider = "anthropic"
+    required = ("model", "max_tokens", "messages", "stream")
+    client: AsyncAnthropic
+
     def __init__(
         self,
         model: str,
@@ -73,33 +76,14 @@ class AnthropicMessages:
     ) -> None:
         import anthropic
 
-        self._sdk = anthropic
-        self._model = model
-        self._owned = client is None
-        if client is None:
-            client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key or "unused")
-        self.client: AsyncAnthropic = client.with_options(timeout=timeout, max_retries=0)
+        super().__init__(anthropic, model, client, timeout, base_url=base_url, api_key=api_key)
 
-    @property
-    def name(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return f"<AnthropicMessages model={self._model!r} base_url={str(self.client.base_url)!r}>"
-
-    async def aclose(self) -> None:
-        """Close the client if this adapter made it."""
-        if self._owned:
-            await self.client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def _make_client(self, *, base_url: str | None, api_key: str | None) -> AsyncAnthropic:
+        return self._sdk.AsyncAnthropic(base_url=base_url, api_key=api_key or "unused")  # type: ignore[no-any-return]
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body sent for ``request``."""
+        """The JSON body sent for ``request``: :func:`projections.anthropic_request`'s,
+        streamed."""
         body = anthropic_request(
             request.messages,
             system=request.system,
@@ -110,23 +94,11 @@ class AnthropicMessages:
         body["stream"] = True
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
-        """Stream the reply to ``request``: deltas, then one :class:`~agent.Finish`.
+    def _state(self) -> _State:
+        return _State()
 
-        :raises ModelError: the request failed, the stream broke or carried an error event, or
-            it ended without a stop reason.
-        """
-        body = self.body(request)
-        required = {key: body.pop(key) for key in ("model", "max_tokens", "messages", "stream")}
-        state = _State()
-        with provider_errors(self._sdk, "anthropic"):
-            stream = await self.client.messages.create(**required, extra_body=body)
-            async with stream:
-                async for event in stream:
-                    out = state.feed(event)
-                    if out is not None:
-                        yield out
-        yield state.finish()
+    async def _create(self, required: dict[str, Any], extra: dict[str, Any]) -> Any:
+        return await self.client.messages.create(**required, extra_body=extra)
 
 
 class _State:
@@ -139,16 +111,17 @@ class _State:
         self.cache_read = 0
         self.output_tokens = 0
 
-    def feed(self, event: Any) -> Chunk | None:
+    def feed(self, event: Any) -> tuple[Chunk, ...]:
         kind = event.type
         if kind == "content_block_delta":
-            return _delta(event.index, event.delta)
+            chunk = _delta(event.index, event.delta)
+            return () if chunk is None else (chunk,)
         if kind == "content_block_start":
             block = event.content_block
             if block.type == "tool_use":
-                return ToolCallDelta(index=event.index, id=block.id, name=block.name)
+                return (ToolCallDelta(index=event.index, id=block.id, name=block.name),)
             if block.type == "redacted_thinking":
-                return ReasoningDelta(text="", redacted=block.data)
+                return (ReasoningDelta(text="", redacted=block.data),)
         elif kind == "message_start":
             usage = event.message.usage
             self.input_tokens = usage.input_tokens
@@ -158,7 +131,7 @@ class _State:
             self.output_tokens = event.usage.output_tokens
             if event.usage.input_tokens is not None:
                 self.input_tokens = event.usage.input_tokens
-        return None
+        return ()
 
     def finish(self) -> Finish:
         if self.reason is None:

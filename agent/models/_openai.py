@@ -13,8 +13,7 @@ The request body is :func:`projections.openai_request`'s, plus ``stream`` and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from eventlog import Usage
 from projections import openai_request
@@ -29,7 +28,7 @@ from ..model import (
     TextDelta,
     ToolCallDelta,
 )
-from ._errors import provider_errors
+from ._base import ProviderModel
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -45,12 +44,12 @@ _FINISH: dict[str, FinishKind] = {
 }
 
 
-class OpenAIChat:
+class OpenAIChat(ProviderModel):
     """A :class:`~agent.Model` over Chat Completions (needs the ``openai`` extra).
 
     :param model: the model name sent when the request names none (``ModelRequest.model`` wins).
     :param client: a ready ``AsyncOpenAI``; the caller keeps owning it. Without one, a client is
-        made from ``base_url`` and ``api_key`` and closed by :meth:`aclose`.
+        made from ``base_url`` and ``api_key`` and closed by :meth:`aclose` (or ``async with``).
     :param timeout: seconds an attempt may wait for the server (to connect, and between bytes
         of the stream) before it fails, retryably.
     :raises ImportError: the ``openai`` package is not installed.
@@ -58,8 +57,13 @@ class OpenAIChat:
     Every attempt is one HTTP request: the SDK's own retries are off, so the agent retries and
     logs each failed attempt. Errors are :class:`~agent.ModelError`: transport errors, timeouts,
     429 and 5xx retryable (with the server's ``retry-after``), other 4xx not, with the server's
-    message. Closing the stream early (a cancel) closes the HTTP response.
+    message; a stream that ends without a finish reason fails the attempt. Closing the stream
+    early (a cancel) closes the HTTP response.
     """
+
+    provider = "openai"
+    required = ("model", "messages", "stream")
+    client: AsyncOpenAI
 
     def __init__(
         self,
@@ -72,34 +76,14 @@ class OpenAIChat:
     ) -> None:
         import openai
 
-        self._sdk = openai
-        self._model = model
-        self._owned = client is None
-        if client is None:
-            client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused")
-        self.client: AsyncOpenAI = client.with_options(timeout=timeout, max_retries=0)
+        super().__init__(openai, model, client, timeout, base_url=base_url, api_key=api_key)
 
-    @property
-    def name(self) -> str:
-        return self._model
-
-    def __repr__(self) -> str:
-        return f"<OpenAIChat model={self._model!r} base_url={str(self.client.base_url)!r}>"
-
-    async def aclose(self) -> None:
-        """Close the client if this adapter made it."""
-        if self._owned:
-            await self.client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def _make_client(self, *, base_url: str | None, api_key: str | None) -> AsyncOpenAI:
+        return self._sdk.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused")  # type: ignore[no-any-return]
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body sent for ``request`` (what the server receives, byte for byte in
-        meaning)."""
+        """The JSON body sent for ``request``: :func:`projections.openai_request`'s, streamed
+        with usage."""
         body = openai_request(
             request.messages,
             system=request.system,
@@ -111,24 +95,11 @@ class OpenAIChat:
         body["stream_options"] = {"include_usage": True}
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
-        """Stream the reply to ``request``: deltas, then one :class:`~agent.Finish`.
+    def _state(self) -> _State:
+        return _State()
 
-        :raises ModelError: the request failed, the stream broke, or it ended without a finish
-            reason.
-        """
-        body = self.body(request)
-        required = {key: body.pop(key) for key in ("model", "messages", "stream")}
-        state = _State()
-        with provider_errors(self._sdk, "openai"):
-            # Everything but the required keys goes as extra_body: a server's own parameters
-            # pass through untouched, whether this SDK version knows them or not.
-            stream = await self.client.chat.completions.create(**required, extra_body=body)
-            async with stream:
-                async for chunk in stream:
-                    for out in state.feed(chunk):
-                        yield out
-        yield state.finish()
+    async def _create(self, required: dict[str, Any], extra: dict[str, Any]) -> Any:
+        return await self.client.chat.completions.create(**required, extra_body=extra)
 
 
 class _State:
