@@ -9,6 +9,7 @@ reasoning with its signature (so a thinking block can be sent back unchanged),
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from eventlog import Usage
@@ -19,7 +20,6 @@ from ..model import (
     Finish,
     FinishKind,
     ModelError,
-    ModelRequest,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
@@ -62,6 +62,8 @@ class AnthropicMessages(ProviderModel):
     """
 
     provider = "anthropic"
+    build = staticmethod(anthropic_request)
+    streaming = MappingProxyType({"stream": True})
     required = ("model", "max_tokens", "messages", "stream")
     client: AsyncAnthropic
 
@@ -80,19 +82,6 @@ class AnthropicMessages(ProviderModel):
 
     def _make_client(self, *, base_url: str | None, api_key: str | None) -> AsyncAnthropic:
         return self._sdk.AsyncAnthropic(base_url=base_url, api_key=api_key or "unused")  # type: ignore[no-any-return]
-
-    def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body sent for ``request``: :func:`projections.anthropic_request`'s,
-        streamed."""
-        body = anthropic_request(
-            request.messages,
-            system=request.system,
-            tools=request.tools,
-            model=request.model or self._model,
-            params=request.params,
-        )
-        body["stream"] = True
-        return body
 
     def _state(self) -> _State:
         return _State()

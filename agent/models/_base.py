@@ -7,7 +7,8 @@ stream, and a per-stream state that maps each SDK event to chunks and settles th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import copy
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, Self
 
 from ..model import Chunk, Finish, ModelRequest
@@ -34,6 +35,9 @@ class ProviderModel:
 
     provider: ClassVar[str]
     required: ClassVar[tuple[str, ...]]
+    #: The ``projections`` builder of the provider's body, and the keys that make it stream.
+    build: ClassVar[Callable[..., dict[str, Any]]]
+    streaming: ClassVar[Mapping[str, Any]]
 
     def __init__(self, sdk: Any, model: str, client: Any, timeout: float, **made: Any) -> None:
         self._sdk = sdk
@@ -68,8 +72,17 @@ class ProviderModel:
         await self.aclose()
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body sent for ``request`` (what the server receives)."""
-        raise NotImplementedError
+        """The JSON body sent for ``request`` (what the server receives): the provider's
+        ``projections`` builder's body, with the keys that make it stream."""
+        body = type(self).build(
+            request.messages,
+            system=request.system,
+            tools=request.tools,
+            model=request.model or self._model,
+            params=request.params,
+        )
+        body.update(copy.deepcopy(dict(self.streaming)))
+        return body
 
     def _state(self) -> StreamState:
         raise NotImplementedError

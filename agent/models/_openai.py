@@ -13,6 +13,7 @@ The request body is :func:`projections.openai_request`'s, plus ``stream`` and
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from eventlog import Usage
@@ -23,7 +24,6 @@ from ..model import (
     Finish,
     FinishKind,
     ModelError,
-    ModelRequest,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
@@ -62,6 +62,8 @@ class OpenAIChat(ProviderModel):
     """
 
     provider = "openai"
+    build = staticmethod(openai_request)
+    streaming = MappingProxyType({"stream": True, "stream_options": {"include_usage": True}})
     required = ("model", "messages", "stream")
     client: AsyncOpenAI
 
@@ -80,20 +82,6 @@ class OpenAIChat(ProviderModel):
 
     def _make_client(self, *, base_url: str | None, api_key: str | None) -> AsyncOpenAI:
         return self._sdk.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused")  # type: ignore[no-any-return]
-
-    def body(self, request: ModelRequest) -> dict[str, Any]:
-        """The JSON body sent for ``request``: :func:`projections.openai_request`'s, streamed
-        with usage."""
-        body = openai_request(
-            request.messages,
-            system=request.system,
-            tools=request.tools,
-            model=request.model or self._model,
-            params=request.params,
-        )
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-        return body
 
     def _state(self) -> _State:
         return _State()
