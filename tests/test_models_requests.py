@@ -134,7 +134,7 @@ def test_the_validation_catches_a_bad_body() -> None:
     # The check can fail: a bad tool call (found only when the lazy iterable is materialised),
     # a bad Anthropic block, an unknown key.
     bad_call = {"role": "assistant", "content": "", "tool_calls": [{"id": 1, "type": "function"}]}
-    with pytest.raises(ValueError, match="(?s)ValidatorIterator.*FunctionToolCallParam.id"):
+    with pytest.raises(ValueError, match=r"(?s)ValidatorIterator.*FunctionToolCallParam\.id"):
         valid_openai({"model": "m", "messages": [bad_call]})
     bad_block = {"role": "user", "content": [{"type": "tool_result"}]}
     with pytest.raises(ValueError, match="tool_use_id"):
