@@ -115,7 +115,11 @@ async def bodies_of(run: AgentRun, kept: int) -> list[tuple[dict[str, Any], dict
             run.commit(session, stop)
             await repair(session)
             system, tools, model, _ = last_header(session)
-            header = {"system": system or "", "tools": tools or TOOLS, "model": model or "m"}
+            header: dict[str, Any] = {
+                "system": system or "",
+                "tools": tools or TOOLS,
+                "model": model or "m",
+            }
             history = list(messages(session))
             note(f"{len(history)} messages after {session.head + 1} events")
             out.append((openai_request(history, **header), anthropic_request(history, **header)))
