@@ -51,8 +51,8 @@ from .errors import AgentBusyError, OpenTurnError
 from .execution import ToolExecutor
 from .inbox import Admission, prompt, submit
 from .interrupt import Interrupter, stream_into
-from .model import Chunk, Model, ModelRequest
-from .request import HeaderTracker
+from .model import Chunk, Model, ModelError, ModelRequest
+from .request import HeaderTracker, last_header
 from .tools import Tool, Toolbox
 
 __all__ = ("Agent", "TurnOutcome")
@@ -77,16 +77,27 @@ class _StepResult:
     concluded: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A failed model attempt, and whether (and when) to retry it."""
+
+    retryable: bool = True
+    retry_after: float | None = None
+
+
 class Agent:
     """Runs turns on ``session`` with ``model`` and ``tools``.
 
     :param system: the system prompt.
     :param params: model parameters (temperature, max tokens, ...), recorded in
         ``request/header``.
+    :param model_name: the model name requested (``ModelRequest.model``) and recorded in
+        ``request/header``; by default ``model.name``.
     :param max_parallel: at most this many concurrency-safe tool calls at once.
     :param max_retries: failed model attempts retried within a step before the turn ends
-        ``error``.
-    :param retry_backoff: seconds before the first retry; doubles each time.
+        ``error``; a :class:`ModelError` with ``retryable`` false is not retried.
+    :param retry_backoff: seconds before the first retry; doubles each time, and is at least
+        the ``retry_after`` a :class:`ModelError` carries.
     :param max_steps: steps per turn before the turn ends ``blocked``.
     :param compaction: automatic compaction before each request, if given.
     :raises ValueError: an option is out of range, or two tools share a name.
@@ -100,6 +111,7 @@ class Agent:
         *,
         system: str = "",
         params: Mapping[str, Any] | None = None,
+        model_name: str | None = None,
         max_parallel: int = 10,
         max_retries: int = 2,
         retry_backoff: float = 0.05,
@@ -115,6 +127,7 @@ class Agent:
         self.toolbox = Toolbox(tools)
         self.system = system
         self.params: dict[str, Any] = dict(params or {})
+        self.model_name = model.name if model_name is None else model_name
         self.max_parallel = max_parallel
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
@@ -140,7 +153,10 @@ class Agent:
     ) -> Agent:
         """Open ``session_id``, repair what a crash left open, and return its agent.
 
-        Turn numbering continues after the last turn; a pending inbox stays pending.
+        Turn numbering continues after the last turn; a pending inbox stays pending. The
+        ``system``, ``model_name`` and ``params`` in force (the last ``request/header`` values)
+        are kept unless given in ``options``; a different value given is used, and the next
+        ``request/header`` records the change.
 
         :param wait: seconds to wait for another live writer to let the session go (passed to
             :meth:`Store.open`); a crashed writer's lease is taken over at once regardless.
@@ -154,6 +170,11 @@ class Agent:
             with anyio.CancelScope(shield=True):
                 await session.aclose()
             raise
+        system, _, model_name, params = last_header(session)
+        kept = {"system": system, "model_name": model_name, "params": params}
+        for name, value in kept.items():
+            if value is not None:
+                options.setdefault(name, value)
         agent = cls(session, model, tools, **options)
         agent.repair_report = report
         return agent
@@ -378,7 +399,7 @@ class Agent:
         if self.compaction is not None:
             await compact_auto(session, self.compaction)
         request = self._headers.request(
-            self.system, self.toolbox.specs(), self.model.name, self.params
+            self.system, self.toolbox.specs(), self.model_name, self.params
         )
         failures = 0
         while True:
@@ -388,25 +409,28 @@ class Agent:
             if self._cancelled:
                 return _StepResult("aborted")  # cancelled during the checkpoint
             settled = await self._attempt(turn, step, request)
-            if settled is not None:
+            if isinstance(settled, _StepResult):
                 return settled
             failures += 1
-            if failures > self.max_retries:
+            if failures > self.max_retries or not settled.retryable:
                 return _StepResult("error")
             assert self._interrupter is not None
-            await self._interrupter.pause(self.retry_backoff * 2 ** (failures - 1))
+            backoff = self.retry_backoff * 2 ** (failures - 1)
+            await self._interrupter.pause(max(backoff, settled.retry_after or 0.0))
 
-    async def _attempt(self, turn: int, step: int, request: ModelRequest) -> _StepResult | None:
-        """One model attempt; ``None`` when it failed (recorded) and may be retried."""
+    async def _attempt(self, turn: int, step: int, request: ModelRequest) -> _StepResult | _Failure:
+        """One model attempt; a :class:`_Failure` when it failed (recorded)."""
         session = self.session
         assembler = Assembler(new_id())
         assert self._interrupter is not None
-        error, cancelled = await stream_into(
+        error, cancelled, raised = await stream_into(
             self.model, request, assembler, self._interrupter, self._show
         )
         if error is not None:
             session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step, error=error))
-            return None
+            if isinstance(raised, ModelError):
+                return _Failure(raised.retryable, raised.retry_after)
+            return _Failure()
         reply = assembler.settle(cancelled=cancelled)
         finish = assembler.finish
         if reply.message is None:

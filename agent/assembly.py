@@ -90,6 +90,8 @@ class Assembler:
             self.finish = chunk
 
     def _run(self, chunk: TextDelta | ReasoningDelta) -> None:
+        if isinstance(chunk, ReasoningDelta) and chunk.redacted is not None:
+            return  # no message part holds redacted reasoning yet: shown live, not kept
         kind = "text" if isinstance(chunk, TextDelta) else "reasoning"
         last = self._blocks[-1] if self._blocks else None
         if not isinstance(last, _Run) or last.kind != kind:

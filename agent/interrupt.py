@@ -62,10 +62,12 @@ async def stream_into(
     assembler: Assembler,
     interrupter: Interrupter,
     show: Callable[[Chunk], None],
-) -> tuple[str | None, bool]:
-    """Feed the model's stream to ``assembler`` and ``show``: returns ``(error, cancelled)``.
+) -> tuple[str | None, bool, Exception | None]:
+    """Feed the model's stream to ``assembler`` and ``show``: returns ``(error, cancelled,
+    raised)``.
 
-    ``error`` describes a failed attempt: the stream raised, finished with ``error``, or ended
+    ``error`` describes a failed attempt: the stream raised (``raised`` is the exception, so
+    the caller can read a :class:`ModelError`'s retry advice), finished with ``error``, or ended
     without a finish.
     """
     with interrupter.interruptible() as scope:
@@ -77,15 +79,15 @@ async def stream_into(
                     if isinstance(chunk, Finish):
                         break
         except Exception as exc:
-            return f"{type(exc).__name__}: {exc}", False
+            return f"{type(exc).__name__}: {exc}", False, exc
     if scope.cancelled_caught or interrupter.cancelled:
-        return None, True
+        return None, True, None
     finish = assembler.finish
     if finish is None:
-        return "the model stream ended without a finish", False
+        return "the model stream ended without a finish", False, None
     if finish.kind == "error":
-        return finish.error or "the model finished with an error", False
-    return None, False
+        return finish.error or "the model finished with an error", False, None
+    return None, False, None
 
 
 class _closing:

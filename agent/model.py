@@ -37,10 +37,15 @@ class TextDelta(msgspec.Struct, frozen=True, kw_only=True, tag="text"):
 
 
 class ReasoningDelta(msgspec.Struct, frozen=True, kw_only=True, tag="reasoning"):
-    """A fragment of the model's reasoning; ``signature`` may come with the last fragment."""
+    """A fragment of the model's reasoning; ``signature`` may come with the last fragment.
+
+    ``redacted`` carries a whole redacted reasoning block's opaque data (Anthropic's
+    ``redacted_thinking``), with empty ``text``.
+    """
 
     text: str
     signature: str | None = None
+    redacted: str | None = None
 
 
 class ToolCallDelta(msgspec.Struct, frozen=True, kw_only=True, tag="tool-call"):
@@ -78,7 +83,28 @@ class ModelRequest:
 
 
 class ModelError(Exception):
-    """A model attempt failed (transport, overload, malformed stream); the step may retry."""
+    """A model attempt failed (transport, overload, malformed stream, refused request).
+
+    :ivar retryable: whether another attempt may succeed (transport errors, timeouts, 429 and
+        5xx are; a 4xx refusal of the request is not, and the agent ends the turn ``error``
+        without retrying it).
+    :ivar retry_after: seconds the provider asked to wait before retrying, if it said; the
+        agent waits at least that long before the next attempt.
+    :ivar status: the provider's HTTP status, when there was a response.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
 
 
 class Model(Protocol):

@@ -17,7 +17,7 @@ from projections import messages
 
 from .model import ModelRequest
 
-__all__ = ("HeaderTracker",)
+__all__ = ("HeaderTracker", "last_header")
 
 _Header = tuple[str | None, tuple[ToolSpec, ...] | None, str | None, dict[str, Any] | None]
 
@@ -27,7 +27,7 @@ class HeaderTracker:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.current = _last_header(session)
+        self.current = last_header(session)
 
     def request(
         self, system: str, tools: tuple[ToolSpec, ...], model: str, params: Mapping[str, Any]
@@ -53,7 +53,7 @@ class HeaderTracker:
         )
 
 
-def _last_header(session: Session) -> _Header:
+def last_header(session: Session) -> _Header:
     """The header in force at the end of the log (a field never set stays ``None``)."""
     system: str | None = None
     tools: tuple[ToolSpec, ...] | None = None

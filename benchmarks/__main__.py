@@ -2,7 +2,8 @@
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
 ``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver),
-``audit`` (show and serve on long sessions).
+``audit`` (show and serve on long sessions), ``models`` (provider adapters over a loopback
+server).
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -25,8 +26,18 @@ SUITES = {
     "content": "benchmarks.content_bench",
     "langgraph": "benchmarks.langgraph_bench",
     "audit": "benchmarks.audit_bench",
+    "models": "benchmarks.models_bench",
 }
-DEFAULT = ("core", "projections", "recovery", "sqlite", "postgres", "content", "langgraph")
+DEFAULT = (
+    "core",
+    "projections",
+    "recovery",
+    "sqlite",
+    "postgres",
+    "content",
+    "langgraph",
+    "models",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,13 @@ from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_re
 from .inbox import INBOX, Inbox, InboxProjection, InboxState, inbox, normalize_splice
 from .inbox_splices import Claim, cancel, cancel_all, claim, enqueue, splice
 from .messages import MessagesView, derive, messages
+from .requests import (
+    ANTHROPIC_DEFAULT_MAX_TOKENS,
+    anthropic_request,
+    anthropic_tools,
+    openai_request,
+    openai_tools,
+)
 from .surface import Surface, surface
 from .timeline import (
     CallKey,
@@ -19,6 +26,11 @@ from .timeline import (
 
 __all__ = (
     "Attachments",
+    "ANTHROPIC_DEFAULT_MAX_TOKENS",
+    "anthropic_request",
+    "anthropic_tools",
+    "openai_request",
+    "openai_tools",
     "CallKey",
     "CallStatus",
     "Claim",

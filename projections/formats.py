@@ -79,7 +79,7 @@ def to_openai(
 
     ``user`` → ``{"role": "user", "content": str | [parts]}`` with ``text``, ``image_url``
     (a URL or a ``data:`` URL) and ``file`` (``file_data`` as a ``data:`` URL) parts;
-    ``assistant`` → ``{"role": "assistant", "content": str | None, "tool_calls": [{"id",
+    ``assistant`` → ``{"role": "assistant", "content": str, "tool_calls": [{"id",
     "type": "function", "function": {"name", "arguments"}}]}`` (``tool_calls`` only when there
     are some); ``tool`` → ``{"role": "tool", "tool_call_id", "content": str | [text parts]}``.
     OpenAI has no error flag on a tool result: the content says it.
@@ -148,7 +148,8 @@ def _openai_assistant(message: Message, context: Conversion) -> dict[str, Any] |
     ]
     if not text and not calls:
         return None  # only reasoning (dropped), or nothing: the API refuses an empty message
-    converted: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # "" rather than null beside tool calls: OpenAI takes both, llama.cpp's server only "".
+    converted: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         converted["tool_calls"] = calls
     return converted

@@ -192,9 +192,10 @@ def test_anthropic_shapes() -> None:
     check_anthropic(to_anthropic(CONVERSATION))
 
 
-def test_assistant_tool_calls_without_text_have_null_content_for_openai() -> None:
+def test_assistant_tool_calls_without_text_have_empty_content_for_openai() -> None:
+    # "", not null: OpenAI takes both, llama.cpp's server refuses null (HTTP 500).
     message = Message.assistant(tool_calls=(CALL_A,), id="m")
-    assert to_openai([message])[0]["content"] is None
+    assert to_openai([message])[0]["content"] == ""
 
 
 def test_several_user_text_parts_become_openai_content_parts() -> None:

@@ -1,4 +1,5 @@
-"""The README's quickstart runs unchanged against every embedded store URL."""
+"""The README's code runs: the quickstart against every embedded store URL, the real-model
+block against the loopback provider server, the own-model recipe in an agent."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from typing import Any
 
 import anyio
 import pytest
+
+from eventlog import open_store
+from projections import messages
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -34,3 +38,51 @@ def test_the_quickstart_runs(
     monkeypatch.undo()
     anyio.run(calls[0], url)
     assert capsys.readouterr().out.strip() == "['turn/start', 'user/message', 'turn/end']"
+
+
+def _block(marker: str) -> str:
+    match = re.search(rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", README.read_text(), re.S)
+    assert match, f"README has no {marker} block"
+    return match.group(1)
+
+
+def test_the_real_model_block_runs_against_an_openai_compatible_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.llm_server import LLMServer, Reply, openai_events
+
+    # The loopback server answers with a weather call, then the reply.
+    call = [("call_1", "weather", '{"city": "Paris"}')]
+    replies = [Reply(events=openai_events(calls=call)), Reply(events=openai_events(text="Sunny."))]
+    with LLMServer(*replies) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-readme")
+        monkeypatch.setenv("OPENAI_MODEL", "readme-model")
+        monkeypatch.chdir(tmp_path)  # the block's sessions.db lands here
+        exec(compile(_block("real-model"), str(README), "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out == "Sunny.\n"
+    assert [body["model"] for body in server.bodies] == ["readme-model"] * 2
+    assert server.bodies[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "sunny in Paris",
+    }
+    assert (tmp_path / "sessions.db").exists()
+
+
+def test_the_own_model_block_is_a_model() -> None:
+    from agent import Agent, Model
+
+    namespace: dict[str, Any] = {}
+    exec(compile(_block("own-model"), str(README), "exec"), namespace)
+    echo: Model = namespace["Echo"]()
+
+    async def scenario() -> str:
+        async with open_store("memory:") as store:
+            agent = Agent(await store.create(), echo)
+            agent.followup("ping")
+            (outcome,) = await agent.run_until_idle()
+            assert outcome.reason == "completed"
+            return messages(agent.session)[-1].text
+
+    assert anyio.run(scenario) == "ping"

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from eventlog import RequestHeader, Session
-from projections import messages, to_anthropic, to_openai
+from projections import anthropic_request, messages, openai_request
 
 from ...report import header_at
 from ..context import Context, load_session, open_cli_store
@@ -39,16 +39,21 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
+    fmt = args.format or ("json" if ctx.out.json_mode else "text")
     async with open_cli_store(ctx.url) as store:
         loaded = await load_session(store, args.session_id, salvage=args.salvage)
-    session = loaded.session
-    history = messages(session, at=args.at)
+        session = loaded.session
+        history = messages(session, at=args.at)
+        # A provider body carries the bytes of the images and files the messages reference.
+        attachments = (
+            await store.load_attachments(history) if fmt in ("openai", "anthropic") else {}
+        )
     header = header_at(session.events(), args.at)
-    fmt = args.format or ("json" if ctx.out.json_mode else "text")
     if fmt == "text":
         _print_text(ctx, session, args.at, header, history)
     else:
-        ctx.out.json(_document(fmt, session, args.at, header, history, loaded.fault))
+        document = _document(fmt, session, args.at, header, history, loaded.fault, attachments)
+        ctx.out.json(document)
     if loaded.fault is not None:
         ctx.out.warn(f"{loaded.fault}; the replay stops before it")
         return EXIT_FINDINGS
@@ -62,38 +67,26 @@ def _document(
     header: RequestHeader,
     history: Any,
     fault: Any,
+    attachments: dict[str, bytes],
 ) -> dict[str, Any]:
     seq = session.head if at is None else at
     base: dict[str, Any] = {"session": session.id, "at": seq, "model": header.model}
-    tools = [msgspec.to_builtins(t) for t in header.tools or ()]
-    if fmt == "openai":
-        system = [{"role": "system", "content": header.system}] if header.system else []
-        base["messages"] = system + list(to_openai(list(history)))
-        base["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t["name"],
-                    "description": t.get("description", ""),
-                    "parameters": t.get("parameters", {}),
-                },
-            }
-            for t in tools
-        ]
-    elif fmt == "anthropic":
-        base["system"] = header.system
-        base["messages"] = list(to_anthropic(list(history)))
-        base["tools"] = [
-            {
-                "name": t["name"],
-                "description": t.get("description", ""),
-                "input_schema": t.get("parameters", {}),
-            }
-            for t in tools
-        ]
+    history = list(history)
+    if fmt in ("openai", "anthropic"):
+        build = openai_request if fmt == "openai" else anthropic_request
+        body = build(
+            history,
+            system=header.system or "",
+            tools=header.tools or (),
+            model=header.model or "",
+            params=header.params,
+            attachments=attachments,
+        )
+        # The model named once, as the header has it (None when never set).
+        base.update({k: v for k, v in body.items() if k != "model"})
     else:
         base["system"] = header.system
-        base["tools"] = tools
+        base["tools"] = [msgspec.to_builtins(t) for t in header.tools or ()]
         base["params"] = header.params
         base["messages"] = [msgspec.to_builtins(m) for m in history]
         base["fault"] = fault_json(fault)

@@ -1,0 +1,108 @@
+"""What both provider adapters share: the client they own or borrow, and the stream loop.
+
+An adapter subclass says which SDK and client class it uses, how a request becomes a body
+(:meth:`ProviderModel.body`), which keys of it the SDK call takes by name, how it creates the
+stream, and a per-stream state that maps each SDK event to chunks and settles the finish.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, Self
+
+from ..model import Chunk, Finish, ModelRequest
+from ._errors import provider_errors
+
+__all__ = ("ProviderModel", "StreamState")
+
+
+class StreamState(Protocol):
+    """One stream's progress: chunks for each SDK event, then the finish (or a raise)."""
+
+    def feed(self, event: Any) -> Sequence[Chunk]: ...
+
+    def finish(self) -> Finish: ...
+
+
+class ProviderModel:
+    """The shared half of an adapter (see :class:`~agent.models.OpenAIChat` for the contract).
+
+    :cvar provider: the name errors start with.
+    :cvar required: body keys passed to the SDK by name; the rest go as ``extra_body``, so a
+        server's own parameters pass through whether the SDK version knows them or not.
+    """
+
+    provider: ClassVar[str]
+    required: ClassVar[tuple[str, ...]]
+    #: The ``projections`` builder of the provider's body, and the keys that make it stream.
+    build: ClassVar[Callable[..., dict[str, Any]]]
+    streaming: ClassVar[Mapping[str, Any]]
+
+    def __init__(self, sdk: Any, model: str, client: Any, timeout: float, **made: Any) -> None:
+        self._sdk = sdk
+        self._model = model
+        self._owned = client is None
+        if client is None:
+            client = self._make_client(**made)
+        # Every attempt is one request: the agent retries, and logs each failed attempt.
+        self.client = client.with_options(timeout=timeout, max_retries=0)
+
+    def _make_client(self, *, base_url: str | None, api_key: str | None) -> Any:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} model={self._model!r} base_url={str(self.client.base_url)!r}>"
+        )
+
+    async def aclose(self) -> None:
+        """Close the client if this adapter made it (a client passed in stays open)."""
+        if self._owned:
+            await self.client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (what the server receives): the provider's
+        ``projections`` builder's body, with the keys that make it stream."""
+        body = type(self).build(
+            request.messages,
+            system=request.system,
+            tools=request.tools,
+            model=request.model or self._model,
+            params=request.params,
+        )
+        body.update(copy.deepcopy(dict(self.streaming)))
+        return body
+
+    def _state(self) -> StreamState:
+        raise NotImplementedError
+
+    async def _create(self, required: dict[str, Any], extra: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        """Stream the reply to ``request``: deltas, then one :class:`~agent.Finish`.
+
+        :raises ModelError: the request failed, the stream broke or carried an error, or it
+            ended without saying how it finished.
+        """
+        body = self.body(request)
+        required = {key: body.pop(key) for key in self.required}
+        state = self._state()
+        with provider_errors(self._sdk, self.provider):
+            stream = await self._create(required, body)
+            async with stream:  # closes the HTTP response, also when the consumer stops early
+                async for event in stream:
+                    for chunk in state.feed(event):
+                        yield chunk
+        yield state.finish()
