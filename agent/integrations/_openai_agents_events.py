@@ -1,0 +1,132 @@
+"""The OpenAI Agents SDK session's own event types and the fold that rebuilds its item list.
+
+Items with a core equivalent (user and assistant messages, function calls, their outputs) are
+core events; three app types, all registered ``ignorable`` so a reader that does not know them
+still opens, verifies and lists the session, keep what the core vocabulary cannot say:
+
+- ``openai_agents/items {of, items}``: the exact items the SDK added. With ``of`` set they are
+  the SDK's own spelling of the core event at that seq (ids, ``status``, annotations the
+  conversion does not reproduce); with ``of`` null they have no core equivalent at all.
+- ``openai_agents/pop {item}``: ``pop_item`` removed the latest item (kept here for audit).
+- ``openai_agents/clear {}``: ``clear_session``; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from eventlog import Event, EventTypes, ValidationError
+from projections import to_openai_responses
+
+__all__ = (
+    "CLEAR",
+    "ITEMS",
+    "POP",
+    "Cleared",
+    "Items",
+    "Popped",
+    "SessionItems",
+    "openai_agents_types",
+    "register_openai_agents_types",
+)
+
+#: Type names: part of the on-disk format.
+ITEMS = "openai_agents/items"
+POP = "openai_agents/pop"
+CLEAR = "openai_agents/clear"
+
+_SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+
+
+class Items(msgspec.Struct, frozen=True, kw_only=True):
+    """``openai_agents/items``: items exactly as the SDK added them.
+
+    :ivar of: the seq of the core event these items spell, or ``None`` when they have no core
+        equivalent.
+    """
+
+    items: list[dict[str, Any]]
+    of: int | None = None
+
+
+class Popped(msgspec.Struct, frozen=True, kw_only=True):
+    """``openai_agents/pop``: the item ``pop_item`` returned."""
+
+    item: dict[str, Any]
+
+
+class Cleared(msgspec.Struct, frozen=True, kw_only=True):
+    """``openai_agents/clear``: every earlier item is gone from ``get_items`` (not from the log)."""
+
+
+def register_openai_agents_types(types: EventTypes) -> EventTypes:
+    """Register the session's three event types (ignorable) in ``types`` and return it.
+
+    Types already registered with the same payload are left as they are.
+
+    :raises ValidationError: one of the names is registered with another payload.
+    """
+    for name, payload in ((ITEMS, Items), (POP, Popped), (CLEAR, Cleared)):
+        info = types.get(name)
+        if info is None:
+            types.register(name, payload, ignorable=True)
+        elif info.payload is not payload:
+            raise ValidationError(
+                f"event type {name!r} is registered with {info.payload.__name__}, "
+                f"not the OpenAI Agents session's {payload.__name__}"
+            )
+    return types
+
+
+def openai_agents_types() -> EventTypes:
+    """A registry with the core vocabulary and the session's types: pass it to ``open_store``."""
+    return register_openai_agents_types(EventTypes())
+
+
+class SessionItems:
+    """The fold behind ``get_items``: the live item list after each event, kept incrementally.
+
+    A core surface event contributes its Responses-API items (``to_openai_responses``); an
+    ``openai_agents/items`` event naming that event (``of``) replaces them with the exact items
+    the SDK added; one with no ``of`` appends its items; ``pop`` drops the latest item;
+    ``clear`` empties the list. Other events contribute nothing.
+    """
+
+    __slots__ = ("_last_core", "_next_seq", "items")
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self._next_seq = 0
+        # (seq, start) of the latest core event's items, which a following spelling replaces.
+        self._last_core: tuple[int, int] | None = None
+
+    def catch_up(self, events: Any) -> list[dict[str, Any]]:
+        """Fold the events from the last one folded on; return the live list (not a copy)."""
+        for event in events[self._next_seq :]:
+            self.apply(event)
+        return self.items
+
+    def apply(self, event: Event) -> None:
+        self._next_seq = event.seq + 1
+        data = event.data
+        if event.type in _SURFACE_TYPES:
+            self._last_core = (event.seq, len(self.items))
+            self.items.extend(to_openai_responses([data.message], degrade="text"))
+        elif isinstance(data, Items):
+            last = self._last_core
+            if data.of is not None and last is not None and data.of == last[0]:
+                # The exact spelling of the latest core event: it replaces that event's items
+                # (nothing model-visible comes between them: the session writes it so).
+                del self.items[last[1] :]
+            else:
+                self._last_core = None
+            self.items.extend(data.items)
+        elif isinstance(data, Popped):
+            if self.items:
+                self.items.pop()
+            self._last_core = None
+        elif isinstance(data, Cleared):
+            self.items.clear()
+            self._last_core = None

@@ -1,0 +1,67 @@
+"""``EventlogHooks``: the SDK's ``RunHooks`` that log a tool call before its body runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agents import RunHooks
+
+from eventlog import Message, MessageSource, ToolCall, ToolOutcome, ToolResultPart
+from eventlog.message import new_id
+
+if TYPE_CHECKING:
+    from ._openai_agents_session import EventlogSession
+
+__all__ = ("EventlogHooks",)
+
+_TOOL = MessageSource(kind="tool")
+
+
+class EventlogHooks(RunHooks[Any]):
+    """Run hooks that make a crash inside a tool body honest.
+
+    The SDK adds a model reply and its tool outputs to the session only after its tools
+    return, so a process killed inside a tool leaves no trace of the call. These hooks log the
+    reply (``assistant/message``) when the model returns, then a ``tool/call`` before each body
+    runs, flushed before the body starts, and its ``tool/outcome`` when it returns. The next
+    :meth:`EventlogSession.open` answers a call that started and never finished with
+    ``TOOL_OUTCOME_UNKNOWN`` (one that never started with ``TOOL_NOT_STARTED``).
+
+    Pass them with the session: ``Runner.run(agent, text, session=session, hooks=session.hooks)``.
+    """
+
+    def __init__(self, session: EventlogSession) -> None:
+        self.session = session
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        items = [item.model_dump(exclude_unset=True) for item in response.output]
+        if self.session.log_model_output(items) is not None:
+            await self.session.log.flush()
+
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        where = self.session.step()
+        call_id = getattr(context, "tool_call_id", None)
+        if where is None or not isinstance(call_id, str):
+            return  # not a function tool of a logged reply: nothing to make durable
+        turn, step = where
+        arguments = getattr(context, "tool_arguments", "") or ""
+        call = ToolCall(turn=turn, step=step, call_id=call_id, name=tool.name, arguments=arguments)
+        self.session.log.append("tool/call", call)
+        # Durable before the body runs: after a crash the call is known to have started.
+        await self.session.log.flush()
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
+        where = self.session.step()
+        call_id = getattr(context, "tool_call_id", None)
+        if where is None or not isinstance(call_id, str):
+            return
+        turn, step = where
+        part = ToolResultPart(call_id=call_id, content=str(result))
+        message = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
+        outcome = ToolOutcome(turn=turn, step=step, call_id=call_id, result=message)
+        self.session.log.append("tool/outcome", outcome)
+        await self.session.log.flush()
+
+    async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+        self.session.end_turn()
+        await self.session.log.flush()

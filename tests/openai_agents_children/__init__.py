@@ -1,0 +1,1 @@
+"""Child processes and helpers of the OpenAI Agents SDK tests."""
