@@ -22,7 +22,9 @@ from tests.openai_agents_children.support import completion
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_child(db: str, url: str, text: str, marker: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_child(
+    db: str, url: str, text: str, marker: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "tests.openai_agents_children.run", db, url, text, str(marker)]
     return subprocess.run([*command, *extra], cwd=ROOT, capture_output=True, text=True, timeout=120)
 

@@ -40,6 +40,8 @@ _MODEL = MessageSource(kind="model")
 _USER = MessageSource(kind="user")
 _TOOL = MessageSource(kind="tool")
 _ASSISTANT_TYPES = frozenset({"function_call"})
+#: Id prefix of a reply the hooks logged before the SDK added it.
+_HOOKED = "oa-hooks-"
 
 
 class EventlogSession:
@@ -79,10 +81,11 @@ class EventlogSession:
     ) -> EventlogSession:
         """Open ``session_id`` for writing, creating it when it does not exist.
 
-        A run a crash interrupted is repaired first (``recovery.repair``): each tool call the
-        log shows started gets a ``function_call_output`` saying its outcome is unknown
-        (``TOOL_OUTCOME_UNKNOWN``), each proposed call that never started one saying so
-        (``TOOL_NOT_STARTED``), so the model is told rather than left to repeat them.
+        A run a crash interrupted (the hooks logged a reply or a tool call the SDK never
+        added) is repaired first (``recovery.repair``): each tool call the log shows started
+        gets a ``function_call_output`` saying its outcome is unknown (``TOOL_OUTCOME_UNKNOWN``),
+        each proposed call that never started one saying so (``TOOL_NOT_STARTED``), so the
+        model is told rather than left to repeat them.
 
         :raises SessionBusyError: another live writer holds the session.
         :raises CorruptLogError: the stored log is damaged.
@@ -91,7 +94,7 @@ class EventlogSession:
             log = await store.open(session_id)
         except SessionNotFoundError:
             log = await store.create(session_id=session_id, metadata=metadata)
-        if scan(log).dangling:
+        if _interrupted(log):
             await repair(log)
         return cls(log, session_settings=session_settings)
 
@@ -150,7 +153,7 @@ class EventlogSession:
         core = [item for item in items if _kind(item) == "assistant"]
         if not core:
             return None
-        seq = self._log_assistant(core, spell=False)
+        seq = self._log_assistant(core, spell=False, id=_HOOKED + new_id())
         self._prelogged.append((seq, core))
         return seq
 
@@ -191,7 +194,9 @@ class EventlogSession:
         else:
             self.log.append(ITEMS, Items(items=group))
 
-    def _log_assistant(self, group: list[dict[str, Any]], *, spell: bool = True) -> int:
+    def _log_assistant(
+        self, group: list[dict[str, Any]], *, spell: bool = True, id: str | None = None
+    ) -> int:
         turn, step = self._open_step(new=True)
         parts: list[Part] = []
         for item in group:
@@ -201,7 +206,7 @@ class EventlogSession:
                 )
             else:
                 parts.extend(TextPart(text=c["text"]) for c in item["content"])
-        message = Message(id=new_id(), role="assistant", content=tuple(parts), source=_MODEL)
+        message = Message(id=id or new_id(), role="assistant", content=tuple(parts), source=_MODEL)
         data = AssistantMessage(turn=turn, step=step, message=message)
         return self._append_core("assistant/message", data, group, spell=spell)
 
@@ -247,6 +252,24 @@ class EventlogSession:
         return f"EventlogSession({self.session_id!r}, head={self.log.head})"
 
 
+def _interrupted(log: Session) -> bool:
+    """Whether a crash cut a run short: a call of the open step has its ``tool/call`` logged
+    (only the hooks write one), or was proposed by a reply the hooks logged and the SDK never
+    added (no ``openai_agents/items`` spells it). A call an app added without its output is
+    the app's own history, not a crash: it is left as it is."""
+    events = log.events()
+    spelled = {e.data.of for e in events if e.type == ITEMS}
+    for call in scan(log).dangling:
+        state = call.call
+        if state.call is not None:
+            return True
+        proposed = state.proposed
+        if proposed is not None and proposed not in spelled:
+            if events[proposed].data.message.id.startswith(_HOOKED):
+                return True
+    return False
+
+
 def _replied(log: Session, start: int) -> bool:
     return any(event.type == "assistant/message" for event in log.events(start))
 
@@ -277,9 +300,13 @@ def _user_texts(item: dict[str, Any]) -> list[str] | None:
     content = item.get("content")
     if isinstance(content, str):
         return [content]
-    if isinstance(content, list) and content and all(
-        isinstance(c, dict) and c.get("type") == "input_text" and isinstance(c.get("text"), str)
-        for c in content
+    if (
+        isinstance(content, list)
+        and content
+        and all(
+            isinstance(c, dict) and c.get("type") == "input_text" and isinstance(c.get("text"), str)
+            for c in content
+        )
     ):
         return [c["text"] for c in content]
     return None

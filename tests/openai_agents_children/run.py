@@ -17,7 +17,7 @@ from agents import Runner, function_tool
 
 from agent.integrations.openai_agents import EventlogSession, openai_agents_types
 from eventlog import open_store
-from tests.openai_agents_children.support import make_agent
+from tests.openai_agents_children.support import client_for, make_agent
 
 
 async def main(db: str, url: str, text: str, marker: Path, kill: bool) -> None:
@@ -30,11 +30,13 @@ async def main(db: str, url: str, text: str, marker: Path, kill: bool) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return f"sent to {to}"
 
-    agent = make_agent(url, [send_email])
+    client = client_for(url)
+    agent = make_agent(client, [send_email])
     async with open_store(db, types=openai_agents_types()) as store:
         session = await EventlogSession.open(store, "conversation-1")
         result = await Runner.run(agent, text, session=session, hooks=session.hooks)
         print(result.final_output, flush=True)
+    await client.close()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ loopback provider server; non-streamed replies in the Chat Completions wire form
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agents import Agent, OpenAIChatCompletionsModel, set_tracing_disabled
@@ -15,12 +16,18 @@ from tests.llm_server import Reply
 set_tracing_disabled(True)
 
 
-def completion(*, text: str | None = None, calls: list[tuple[str, str, dict[str, Any]]] = ()) -> Reply:  # type: ignore[assignment]
+def completion(
+    *, text: str | None = None, calls: Sequence[tuple[str, str, dict[str, Any]]] = ()
+) -> Reply:
     """A ``chat.completion`` body: ``text``, or tool calls ``(id, name, arguments)``."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            {
+                "id": cid,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
             for cid, name, args in calls
         ]
     body = {
@@ -36,7 +43,11 @@ def completion(*, text: str | None = None, calls: list[tuple[str, str, dict[str,
     return Reply(body=body)
 
 
-def make_agent(url: str, tools: list[Any]) -> Agent[Any]:
-    client = AsyncOpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+def client_for(url: str) -> AsyncOpenAI:
+    """An SDK client on the loopback server (close it: ``await client.close()``)."""
+    return AsyncOpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+
+
+def make_agent(client: AsyncOpenAI, tools: list[Any]) -> Agent[Any]:
     model = OpenAIChatCompletionsModel(model="test-model", openai_client=client)
     return Agent(name="assistant", instructions="Be brief.", model=model, tools=tools)

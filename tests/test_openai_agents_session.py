@@ -1,0 +1,163 @@
+"""``EventlogSession`` against the SDK's own ``SQLiteSession``: the same operations give the
+same ``get_items`` results, and the items live on as core events that the rest of eventlog reads.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Runner, SQLiteSession, function_tool
+from agents.memory import SessionSettings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent.integrations.openai_agents import EventlogSession, openai_agents_types
+from eventlog import open_store
+from projections import messages
+from recovery import scan
+from tests.llm_server import LLMServer
+from tests.openai_agents_children.support import client_for, completion, make_agent
+
+pytestmark = pytest.mark.anyio
+
+# Items of every kind the SDK stores: some with a core equivalent, some without.
+ITEMS: list[dict[str, Any]] = [
+    {"role": "user", "content": "hello"},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "two"}]},
+    {"role": "system", "content": "be brief"},
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+    },
+    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "hm"}]},
+    {
+        "type": "function_call_output",
+        "call_id": "c2",
+        "output": [{"type": "input_text", "text": "x"}],
+    },
+]
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.lists(st.sampled_from(range(len(ITEMS))), max_size=4)),
+        st.tuples(st.just("pop"), st.none()),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("get"), st.one_of(st.none(), st.integers(0, 5))),
+    ),
+    max_size=12,
+)
+
+
+async def apply(session: Any, operation: tuple[str, Any]) -> Any:
+    kind, argument = operation
+    if kind == "add":
+        return await session.add_items([dict(ITEMS[i]) for i in argument])
+    if kind == "pop":
+        return await session.pop_item()
+    if kind == "clear":
+        return await session.clear_session()
+    return await session.get_items(argument)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(script=operations)
+async def test_the_four_methods_agree_with_sqlite_session(
+    tmp_path: Path, script: list[Any]
+) -> None:
+    # The same operations on the SDK's SQLiteSession and on EventlogSession (a fresh pair).
+    name = f"s{uuid.uuid4().hex}"  # examples share tmp_path: a fresh session each
+    reference = SQLiteSession(name, tmp_path / "sdk.db")
+    async with open_store(
+        f"sqlite:///{tmp_path / 'eventlog.db'}", types=openai_agents_types()
+    ) as store:
+        session = await EventlogSession.open(store, name)
+        for operation in script:
+            # Every answer is the same: pop's item, get's list (with and without a limit).
+            assert await apply(session, operation) == await apply(reference, operation)
+            assert await session.get_items() == await reference.get_items()
+        expected = await reference.get_items()
+        await session.log.aclose()
+        # Reopened in a new store, the log gives back the same items.
+    async with open_store(
+        f"sqlite:///{tmp_path / 'eventlog.db'}", types=openai_agents_types()
+    ) as store:
+        again = await EventlogSession.open(store, name)
+        assert await again.get_items() == expected
+        await again.log.aclose()
+    reference.close()
+
+
+async def test_session_settings_limit_is_the_default(tmp_path: Path) -> None:
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s", session_settings=SessionSettings(limit=2))
+        await session.add_items([dict(item) for item in ITEMS[:4]])
+        # The latest two, oldest first; an explicit limit overrides.
+        assert await session.get_items() == ITEMS[2:4]
+        assert await session.get_items(limit=1) == ITEMS[3:4]
+
+
+async def test_pop_and_clear_are_events_nothing_is_deleted() -> None:
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        await session.add_items([dict(ITEMS[0]), dict(ITEMS[3])])
+        head = session.log.head
+        # pop returns the latest item and logs it; clear empties the list, not the log.
+        assert await session.pop_item() == ITEMS[3]
+        await session.clear_session()
+        assert await session.get_items() == []
+        types = [e.type for e in session.log.events(head + 1)]
+        assert types[0] == "openai_agents/pop" and types[-1] == "openai_agents/clear"
+        assert [e.type for e in session.log.events()][: head + 1].count("user/message") == 1
+        assert await session.pop_item() is None
+
+
+async def test_a_runner_turn_is_core_events_and_the_same_items(tmp_path: Path) -> None:
+    @function_tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    replies = [
+        completion(calls=[("call_1", "weather", {"city": "Oslo"})]),
+        completion(text="Sunny."),
+    ]
+    with LLMServer(*replies, *replies) as server:
+        client = client_for(server.url)
+        agent = make_agent(client, [weather])
+        # The same turn through the real Runner, on the SDK's session and on eventlog's.
+        reference = SQLiteSession("r", tmp_path / "sdk.db")
+        await Runner.run(agent, "Weather in Oslo?", session=reference)
+        async with open_store(
+            f"sqlite:///{tmp_path / 'e.db'}", types=openai_agents_types()
+        ) as store:
+            session = await EventlogSession.open(store, "r")
+            await Runner.run(agent, "Weather in Oslo?", session=session, hooks=session.hooks)
+            assert await session.get_items() == await reference.get_items()
+            # The core record: a balanced turn, the call logged before its result.
+            types = [
+                e.type for e in session.log.events() if not e.type.startswith("openai_agents/")
+            ]
+            assert types == [
+                "turn/start", "step/start", "user/message", "assistant/message", "tool/call",
+                "tool/outcome", "tool/result", "step/end", "step/start", "assistant/message",
+                "step/end", "turn/end",
+            ]  # fmt: skip
+            assert not scan(session.log).needs_repair
+            assert [m.role for m in messages(session.log)] == [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+            ]
+        reference.close()
+        await client.close()
