@@ -7,14 +7,19 @@ the one before it: ``blake2b(prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``
 
 from __future__ import annotations
 
+from datetime import date, datetime, timedelta
+from datetime import time as dtime
+from decimal import Decimal
 from hashlib import blake2b as _blake2b
 from typing import Any
+from uuid import UUID
 
 import msgspec
 
+from ._strict import DEFAULT_MAX_NESTING, find_invalid, on_fresh_stack
 from .errors import CorruptLogError, UnsupportedFormatError, ValidationError
 from .event import APPEND, Event, Replace, SurfaceOp, Unknown
-from .registry import EventTypes, TypeInfo, find_non_finite
+from .registry import EventTypes, TypeInfo
 
 __all__ = (
     "FORMAT_VERSION",
@@ -51,34 +56,69 @@ class Row(msgspec.Struct, frozen=True, array_like=True):
     hash: bytes
 
 
-def encode_payload(info: TypeInfo, data: Any, *, session_id: str, seq: int) -> tuple[Any, bytes]:
-    """Validate ``data`` against ``info`` and encode it.
+def encode_payload(
+    info: TypeInfo,
+    data: Any,
+    *,
+    session_id: str,
+    seq: int,
+    max_nesting: int = DEFAULT_MAX_NESTING,
+) -> tuple[Any, bytes]:
+    """Validate ``data`` against ``info`` strictly and encode it.
+
+    ``data`` is an instance of the payload class or a dict of its fields; both are held to the
+    same rules: the value must read back from its bytes exactly as given (no ``bytes``,
+    ``UUID``, ``datetime`` or ``Decimal`` where the schema declares ``str``; see
+    :mod:`eventlog._strict` for the whole list).
 
     Returns a fresh, validated payload instance (decoded from the bytes, so the caller's object
     is never shared) and the JSON bytes.
 
-    :raises ValidationError: wrong payload class, a field of the wrong type, NaN or infinity.
+    :raises ValidationError: wrong payload class, a field of the wrong type, NaN or infinity,
+        an integer beyond 64 bits, a lone surrogate, nesting deeper than ``max_nesting``;
+        the message names the path.
     """
+    if type(data) is not info.payload:
+        if isinstance(data, msgspec.Struct) or not isinstance(data, dict):
+            also = "" if isinstance(data, msgspec.Struct) else " or a dict of its fields"
+            raise _invalid(
+                info,
+                session_id,
+                seq,
+                f"expected payload {info.payload.__name__}{also}, got {type(data).__name__}",
+            )
+    why = find_invalid(data, max_nesting=max_nesting, json_only=info.json_only)
+    if why is not None:
+        raise _invalid(info, session_id, seq, why)
     try:
-        if type(data) is not info.payload:
-            if isinstance(data, msgspec.Struct):
-                raise _invalid(
-                    info,
-                    session_id,
-                    seq,
-                    f"expected payload {info.payload.__name__}, got {type(data).__name__}",
-                )
-            data = msgspec.convert(data, info.payload)
-        if info.may_hold_float:
-            bad = find_non_finite(msgspec.to_builtins(data))
-            if bad is not None:
-                raise _invalid(
-                    info, session_id, seq, f"non-finite number (NaN or infinity) at `{bad}`"
-                )
+        try:
+            return _encode_checked(info, data)
+        except RecursionError:
+            # Nesting is bounded above, so only a deep caller stack gets here.
+            return on_fresh_stack(_encode_checked, info, data)
+    except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise _invalid(info, session_id, seq, str(exc)) from exc
+
+
+#: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
+_KEPT = (bytes, bytearray, memoryview, datetime, date, dtime, timedelta, UUID, Decimal)
+
+
+def _encode_checked(info: TypeInfo, data: Any) -> tuple[Any, bytes]:
+    if info.json_only:
+        # Every leaf is a JSON value (checked): decoding the bytes is the strict check, the
+        # same for an instance and a dict.
         raw = _encoder.encode(data)
         return info.decoder.decode(raw), raw
-    except (msgspec.ValidationError, TypeError) as exc:
-        raise _invalid(info, session_id, seq, str(exc)) from exc
+    # A schema with bytes, datetimes, ...: convert strictly from builtins, so an instance is
+    # held to exactly what a dict is, then insist the result reads back as given.
+    given = msgspec.to_builtins(data, builtin_types=_KEPT)
+    built = msgspec.convert(given, info.payload)
+    raw = _encoder.encode(built)
+    payload = info.decoder.decode(raw)
+    if msgspec.to_builtins(payload, builtin_types=_KEPT) != given:
+        raise ValueError("the payload does not read back from JSON as given")
+    return payload, raw
 
 
 def _invalid(info: TypeInfo, session_id: str, seq: int, why: str) -> ValidationError:

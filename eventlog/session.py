@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 import anyio
 
+from ._grammar import TurnGrammar
+from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
 from .codec import encode_payload
 from .errors import (
     ClosedError,
@@ -38,6 +40,13 @@ Observer = Callable[[Event], None]
 
 #: Default ceiling of one event's encoded payload.
 DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+
+def _fold_grammar(events: Sequence[Event]) -> TurnGrammar:
+    grammar = TurnGrammar()
+    for event in events:
+        grammar.advance(event.type, event.data)
+    return grammar
 
 
 class EventsView(Sequence[Event]):
@@ -97,12 +106,16 @@ class Session:
         read_only: bool = False,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         release: Callable[[Session], Any] | None = None,
+        max_nesting: int = DEFAULT_MAX_NESTING,
+        grammar: TurnGrammar | None = None,
+        chain_version: int | None = None,
     ) -> None:
         self.id = id
         self.types = types
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.read_only = read_only or writer is None
         self.max_event_bytes = max_event_bytes
+        self.max_nesting = max_nesting
         self.projection_cache: dict[object, Any] = {}
         #: Opened with ``salvage=True``: the error that stopped loading (naming its seq), or
         #: ``None`` when the whole stored log loaded.
@@ -114,6 +127,7 @@ class Session:
         self.chain_hash = last_hash
         self._durable = len(self._events) - 1
         self._surface = surface if surface is not None else SurfaceIndex()
+        self._grammar = grammar if grammar is not None else _fold_grammar(self._events)
         self._observers: list[Observer] = []
         self._notifying = False
         self._fenced: ConflictError | None = None
@@ -158,14 +172,18 @@ class Session:
     ) -> Event:
         """Commit one event and return it.
 
-        Validation order: payload against its registered type; envelope (a surface operation
-        exactly on surface types, ``sources`` unique and all ``< seq``); the surface transition;
+        Validation order: payload against its registered type (strictly: see
+        :func:`eventlog.codec.encode_payload`); envelope (a surface operation exactly on surface
+        types, ``sources`` unique and all ``< seq``); the surface transition; ``time``; the
+        structural rules of turns and steps (``turn/start`` opens the next turn only when none
+        is open, steps open and close inside it in order, messages carry their event's role);
         the write backlog. Only then is the event stored, queued and shown to observers. Any
         failure leaves the session exactly as it was.
 
         :param time: epoch milliseconds; defaults to now (never earlier than the last event).
         :raises UnknownEventTypeError: ``type`` is not registered.
-        :raises ValidationError: the payload or envelope is invalid, or the event is too large.
+        :raises ValidationError: the payload or envelope is invalid, the event is too large, or
+            it breaks the turn and step structure (the message names the open turn and step).
         :raises SurfaceError: the surface operation is not allowed.
         :raises BacklogFullError: too many bytes wait to be written.
         :raises ReentrancyError: called from inside an observer of this session.
@@ -175,7 +193,7 @@ class Session:
         if self._blocked:
             self._check_writable()
         seq = len(self._events)
-        info = self.types.get(type)
+        info = self.types.get(type) if isinstance(type, str) else None
         if info is None:
             raise UnknownEventTypeError(
                 f"session {self.id!r}, seq {seq}: event type {type!r} is not registered",
@@ -183,7 +201,9 @@ class Session:
                 seq=seq,
                 hint="register app types with EventTypes.register",
             )
-        payload, raw = encode_payload(info, data, session_id=self.id, seq=seq)
+        payload, raw = encode_payload(
+            info, data, session_id=self.id, seq=seq, max_nesting=self.max_nesting
+        )
         if len(raw) > self.max_event_bytes:
             raise ValidationError(
                 f"session {self.id!r}, seq {seq}: payload of {type!r} is {len(raw)} bytes, "
@@ -217,6 +237,15 @@ class Session:
                 stamp = self._events[-1].time  # never earlier than the event before
         else:
             stamp = self._given_time(seq, time)
+        misfit = self._grammar.check(type, payload)
+        if misfit is not None:
+            raise ValidationError(
+                f"session {self.id!r}, seq {seq}: {misfit}",
+                session_id=self.id,
+                seq=seq,
+                hint="turns count from 1, steps from 1 in each turn; each closes before the "
+                "next opens",
+            )
         writer = self._writer
         assert writer is not None  # _check_writable
         writer.check_room(self, len(raw))
@@ -231,6 +260,7 @@ class Session:
             ignorable=info.ignorable,
         )
         self._events.append(event)
+        self._grammar.advance(type, payload)
         if append_delta is not None:
             self._surface.append_node(seq, append_delta)
         elif transition is not None:
@@ -287,7 +317,14 @@ class Session:
             )
         if not sources:
             return ()
-        result = tuple(sources)
+        try:
+            result = tuple(sources)
+        except TypeError:
+            raise ValidationError(
+                f"{where}: sources must be a sequence of seqs, got {type(sources).__name__}",
+                session_id=self.id,
+                seq=seq,
+            ) from None
         for source in result:
             if type(source) is not int or not 0 <= source < seq:
                 raise ValidationError(
@@ -305,13 +342,19 @@ class Session:
 
     def _given_time(self, seq: int, time: object) -> int:
         """An explicitly given time, checked."""
-        if type(time) is not int or time < 0:
+        if type(time) is not int or not 0 <= time <= INT64_MAX:
             raise ValidationError(
-                f"session {self.id!r}, seq {seq}: time {time!r} is not epoch milliseconds",
+                f"session {self.id!r}, seq {seq}: time {time!r} is not epoch milliseconds "
+                "(an int from 0 to 2**63 - 1)",
                 session_id=self.id,
                 seq=seq,
             )
         return time
+
+    @property
+    def grammar(self) -> TurnGrammar:
+        """Where the log stands structurally (open turn and step); read-only for callers."""
+        return self._grammar
 
     def _payload_of(self, seq: int) -> Any:
         return self._events[seq].data
