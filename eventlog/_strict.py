@@ -27,11 +27,15 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .errors import ValidationError
+
 __all__ = (
     "DEFAULT_MAX_NESTING",
     "INT64_MAX",
     "INT64_MIN",
+    "MAX_NESTING_CEILING",
     "check_int",
+    "check_number",
     "check_text",
     "find_invalid",
     "has_surrogate",
@@ -41,6 +45,8 @@ __all__ = (
 
 #: Default ceiling of container nesting in a payload or in session metadata.
 DEFAULT_MAX_NESTING = 64
+#: The highest ``max_nesting`` a store accepts: msgspec decodes that deep on a fresh thread.
+MAX_NESTING_CEILING = 256
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
@@ -61,6 +67,29 @@ def has_surrogate(text: str) -> bool:
 def check_int(value: object, low: int = INT64_MIN, high: int = INT64_MAX) -> bool:
     """True when ``value`` is a plain ``int`` (not ``bool``) with ``low <= value <= high``."""
     return type(value) is int and low <= value <= high
+
+
+def check_number(
+    name: str,
+    value: object,
+    *,
+    low: float,
+    high: float = INT64_MAX,
+    integer: bool = False,
+) -> None:
+    """Check a numeric option: an ``int`` (or, unless ``integer``, a finite ``float``), not a
+    ``bool``, with ``low <= value <= high``.
+
+    :raises ValidationError: naming the option and the accepted range.
+    """
+    kinds = (int,) if integer else (int, float)
+    if (
+        type(value) not in kinds
+        or (type(value) is float and not math.isfinite(value))
+        or not low <= value <= high  # type: ignore[operator]
+    ):
+        what = "an int" if integer else "a number"
+        raise ValidationError(f"option {name} must be {what} from {low} to {high}, got {value!r}")
 
 
 def check_text(value: object) -> bool:

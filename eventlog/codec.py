@@ -2,7 +2,21 @@
 
 One long-lived encoder serves every type; each type has its own decoder (held by its
 :class:`TypeInfo`). Stores only ever see :class:`Row`. The row's ``hash`` chains every event to
-the one before it: ``blake2b(prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``.
+the one before it, in one of two chain formats, recorded per session by the form of its hashes:
+
+- format 1 (sessions written before format 2): the 32-byte
+  ``blake2b(prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``. It does not bind the session id: an
+  event copied from another format-1 session at the same seq, with the same predecessor,
+  verifies (a known limit of those logs; they keep opening under this rule);
+- format 2 (every session created or forked since): the byte ``0x02`` followed by the 32-byte
+  ``blake2b("eventlog chain 2" ‖ session id ‖ prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``, so
+  an event verifies only in the session it was written to.
+
+A session's format is the format of its event 0; every event of a session has the same format,
+so a row of the other format inside a chain is reported as damage at its seq. A fork re-chains
+the copied events under the child's id (format 2), whatever the parent's format: the child's
+chain is its own, and it points to its parent through ``parent_id``, ``fork_seq`` and its
+``session/forked`` event.
 """
 
 from __future__ import annotations
@@ -22,22 +36,30 @@ from .event import APPEND, Event, Replace, SurfaceOp, Unknown
 from .registry import EventTypes, TypeInfo
 
 __all__ = (
+    "CHAIN_VERSION",
     "FORMAT_VERSION",
     "GENESIS_HASH",
     "Row",
     "chain_hash",
+    "chain_version_of",
     "decode_event",
     "encode_payload",
     "encode_sources",
     "encode_surface",
     "make_row",
+    "rechain",
     "verify_rows",
 )
 
-#: Version of the stored format (rows, hash chain, payload encoding). Bump on any change.
+#: Version of the database layout (tables and columns; ``meta.format_version``). The hash-chain
+#: format is versioned per session (:data:`CHAIN_VERSION`).
 FORMAT_VERSION = 1
+#: The chain format new sessions are written with.
+CHAIN_VERSION = 2
 #: The ``prev_hash`` of event 0.
 GENESIS_HASH = b""
+_V2_PREFIX = b"\x02"
+_V2_DOMAIN = b"eventlog chain 2\x1f"
 
 _encoder = msgspec.json.Encoder()
 _sources_decoder = msgspec.json.Decoder(tuple[int, ...])
@@ -164,11 +186,26 @@ def chain_hash(
     sources: str,
     ignorable: bool,
     data: bytes,
+    session_id: str | None = None,
 ) -> bytes:
-    """The hash of one event given the hash of the one before it:
-    ``blake2b(prev ‖ "seq␟type␟time␟surface␟sources␟ignorable␟" ‖ data)``, 32 bytes."""
+    """The hash of one event given the hash of the one before it; format 2 (33 bytes, binding
+    ``session_id``) when ``session_id`` is given, else format 1 (32 bytes):
+    ``blake2b(["eventlog chain 2␟" ‖ session_id ‖ "␟" ‖] prev ‖
+    "seq␟type␟time␟surface␟sources␟ignorable␟" ‖ data)``."""
     head = f"{seq}\x1f{type_}\x1f{time}\x1f{surface or ''}\x1f{sources}\x1f{int(ignorable)}\x1f"
-    return _blake2b(prev + head.encode() + data, digest_size=32).digest()
+    if session_id is None:
+        return _blake2b(prev + head.encode() + data, digest_size=32).digest()
+    bound = _V2_DOMAIN + session_id.encode() + b"\x1f" + prev + head.encode() + data
+    return _V2_PREFIX + _blake2b(bound, digest_size=32).digest()
+
+
+def chain_version_of(digest: bytes) -> int:
+    """The chain format a stored hash was made with: 1, 2, or 0 when it is neither."""
+    if len(digest) == 32:
+        return 1
+    if len(digest) == 33 and digest[:1] == _V2_PREFIX:
+        return 2
+    return 0
 
 
 def make_row(
@@ -180,15 +217,33 @@ def make_row(
     sources: tuple[int, ...],
     ignorable: bool,
     data: bytes,
+    session_id: str | None = None,
 ) -> Row:
-    """Build the stored row of a committed event, chaining its hash to ``prev_hash``.
+    """Build the stored row of a committed event, chaining its hash to ``prev_hash`` (format
+    2, bound to ``session_id``, when it is given; format 1 otherwise: only for tests that
+    build old logs).
 
     The writer builds every row through here, off the commit path.
     """
     surface_text = "append" if surface is APPEND else encode_surface(surface)
     sources_text = encode_sources(sources)
-    digest = chain_hash(prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data)
+    digest = chain_hash(
+        prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data, session_id
+    )
     return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
+
+
+def rechain(rows: list[Row], session_id: str) -> list[Row]:
+    """``rows`` (a verified prefix of another session) chained anew, format 2, under
+    ``session_id``: what a fork stores."""
+    prev, out = GENESIS_HASH, []
+    for r in rows:
+        digest = chain_hash(
+            prev, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, session_id
+        )
+        out.append(Row(r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, digest))
+        prev = digest
+    return out
 
 
 def decode_event(row: Row, types: EventTypes, *, session_id: str) -> Event:
@@ -234,8 +289,25 @@ def decode_event(row: Row, types: EventTypes, *, session_id: str) -> Event:
 def verify_rows(rows: list[Row], prev_hash: bytes, next_seq: int, *, session_id: str) -> bytes:
     """Check seq continuity and the hash chain of consecutive ``rows``; return the last hash.
 
+    The chain format is the one of ``prev_hash`` (of the first row when ``prev_hash`` is the
+    genesis); every row must have it.
+
     :raises CorruptLogError: naming the first seq that fails.
+    :raises UnsupportedFormatError: event 0 has a chain format this version does not know.
     """
+    version = chain_version_of(prev_hash if prev_hash else rows[0].hash) if rows else 0
+    if rows and version == 0 and not prev_hash:
+        first = rows[0]
+        newer = len(first.hash) == 33 and first.hash[0] > 2
+        if newer:
+            raise UnsupportedFormatError(
+                f"session {session_id!r}, seq {first.seq}: hash chain format {first.hash[0]} "
+                "is newer than this eventlog reads",
+                session_id=session_id,
+                seq=first.seq,
+                hint="upgrade eventlog to open it",
+            )
+    bound = session_id if version == 2 else None
     for row in rows:
         if row.seq != next_seq:
             raise CorruptLogError(
@@ -254,11 +326,17 @@ def verify_rows(rows: list[Row], prev_hash: bytes, next_seq: int, *, session_id:
             row.sources,
             row.ignorable,
             row.data,
+            bound,
         )
         if expected != row.hash:
+            found = chain_version_of(row.hash)
+            why = (
+                f"its hash is of chain format {found or 'unknown'}, the session's is {version}"
+                if found != version
+                else "hash mismatch, the stored event was altered or damaged"
+            )
             raise CorruptLogError(
-                f"session {session_id!r}, seq {row.seq}: hash mismatch, the stored event "
-                "was altered or damaged",
+                f"session {session_id!r}, seq {row.seq}: {why}",
                 session_id=session_id,
                 seq=row.seq,
                 hint="open with salvage=True to read the events before it",

@@ -16,7 +16,7 @@ import anyio
 
 from ._grammar import TurnGrammar
 from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
-from .codec import encode_payload
+from .codec import CHAIN_VERSION, chain_version_of, encode_payload
 from .errors import (
     ClosedError,
     ConflictError,
@@ -108,7 +108,6 @@ class Session:
         release: Callable[[Session], Any] | None = None,
         max_nesting: int = DEFAULT_MAX_NESTING,
         grammar: TurnGrammar | None = None,
-        chain_version: int | None = None,
     ) -> None:
         self.id = id
         self.types = types
@@ -125,6 +124,10 @@ class Session:
         #: Hash of the last event the writer turned into a row (the stored chain's head once
         #: everything is flushed). Maintained by the writer.
         self.chain_hash = last_hash
+        #: The chain format of this session (that of its stored hashes; format 2 for a new
+        #: one) and the id its hashes bind (``None`` for format 1). Used by the writer.
+        self.chain_version = chain_version_of(last_hash) if last_hash else CHAIN_VERSION
+        self.chain_binding = id if self.chain_version == 2 else None
         self._durable = len(self._events) - 1
         self._surface = surface if surface is not None else SurfaceIndex()
         self._grammar = grammar if grammar is not None else _fold_grammar(self._events)

@@ -304,7 +304,7 @@ class Writer:
         taken, self._built = self._built, {}
         pending, self._pending = self._pending, {}
         for session, items in pending.items():
-            prev = session.chain_hash
+            prev, bound = session.chain_hash, session.chain_binding
             rows = taken.setdefault(session, [])
             for event, data in items:
                 row = make_row(
@@ -316,6 +316,7 @@ class Writer:
                     event.sources,
                     event.ignorable,
                     data,
+                    bound,
                 )
                 rows.append(row)
                 prev = row.hash
