@@ -423,7 +423,15 @@ class Session:
     # -- reading -------------------------------------------------------------------------------
 
     def events(self, from_seq: int = 0) -> EventsView:
-        """The committed events from ``from_seq`` on, as an immutable view (O(1))."""
+        """The committed events from ``from_seq`` on, as an immutable view (O(1)).
+
+        :raises ValidationError: ``from_seq`` is not an int.
+        """
+        if type(from_seq) is not int:
+            raise ValidationError(
+                f"session {self.id!r}: from_seq must be an int (a seq), got {from_seq!r}",
+                session_id=self.id,
+            )
         return EventsView(self._events, max(0, from_seq), len(self._events))
 
     def event(self, seq: int) -> Event:
@@ -431,7 +439,12 @@ class Session:
         event after each commit on their hot path).
 
         :raises IndexError: ``seq`` is not between 0 and ``head``.
+        :raises ValidationError: ``seq`` is not an int.
         """
+        if type(seq) is not int:
+            raise ValidationError(
+                f"session {self.id!r}: seq must be an int, got {seq!r}", session_id=self.id
+            )
         if seq < 0:
             raise IndexError(f"session {self.id!r}: seq {seq} is not committed")
         return self._events[seq]
@@ -440,7 +453,14 @@ class Session:
         """Call ``callback(event)`` after each commit; returns the function that unsubscribes.
 
         An observer that raises is logged and ignored; it cannot append to this session.
+
+        :raises ValidationError: ``callback`` is not callable.
         """
+        if not callable(callback):
+            raise ValidationError(
+                f"session {self.id!r}: an observer must be callable, got {callback!r}",
+                session_id=self.id,
+            )
         self._observers.append(callback)
 
         def unsubscribe() -> None:
