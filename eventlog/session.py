@@ -305,6 +305,15 @@ class Session:
                 session_id=self.id,
                 seq=seq,
             )
+        if isinstance(surface, Replace) and not (
+            type(surface.start) is int and type(surface.end) is int
+        ):
+            # A bool would pass as a seq here and be stored as 'replace:False:False'.
+            raise ValidationError(
+                f"{where}: Replace start and end must be ints (seqs), got {surface!r}",
+                session_id=self.id,
+                seq=seq,
+            )
         if is_surface_type and surface is None:
             raise ValidationError(
                 f"{where}: a surface type needs a surface operation (APPEND or Replace)",

@@ -345,7 +345,11 @@ def envelopes(draw: st.DrawFn, session: Session, kind: str, hostile: bool) -> di
             st.just(usual),
             st.just(usual),
             st.sampled_from([None, APPEND, "append", 3]),
-            st.builds(Replace, st.sampled_from(nodes or [0]) | ints, st.sampled_from(nodes or [0])),
+            st.builds(
+                Replace,
+                st.sampled_from([*nodes, False, True]) | ints,
+                st.sampled_from([*nodes, False, True]),
+            ),
         )
     )
     options = {"surface": surface}

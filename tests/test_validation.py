@@ -22,6 +22,7 @@ from eventlog import (
     EventLogError,
     EventTypes,
     Message,
+    Replace,
     RequestHeader,
     Session,
     StepEnd,
@@ -362,6 +363,15 @@ async def test_wrong_argument_types_to_append_are_typed_errors(session: Session)
         (lambda: session.append("step/start", step, sources=(True,)), "source True is not"),
         (lambda: session.append("step/start", step, sources=(2**70,)), "is not the seq"),
         (lambda: session.append("step/start", step, surface="append"), "surface must be"),  # type: ignore[arg-type]
+        (
+            lambda: session.append(
+                "user/message",
+                UserMessage(message=Message.user("b")),
+                surface=Replace(False, False),
+                sources=(0,),
+            ),
+            "Replace start and end must be ints (seqs), got Replace(start=False, end=False)",
+        ),
     ]
     for call, text in cases:
         refuse(session, call, text)
