@@ -148,7 +148,9 @@ class Store(Protocol):
 
     async def fork(self, session_id: str, boundary: int) -> Session:
         """Create a child session whose log is the parent's stored events ``0..boundary`` (same
-        seqs, data and hashes) followed by ``session/forked {parent, boundary}``; open it.
+        seqs, columns and data, verified under the parent's chain format, then chained anew
+        under the child's id in format 2) followed by ``session/forked {parent, boundary}``;
+        open it.
 
         :raises SessionNotFoundError: no such parent.
         :raises ValidationError: ``boundary`` is outside the stored log or inside an open turn.
