@@ -40,6 +40,7 @@ __all__ = (
     "find_invalid",
     "has_surrogate",
     "on_fresh_stack",
+    "schema_depth",
     "schema_is_json_only",
 )
 
@@ -194,6 +195,42 @@ def schema_is_json_only(info: msgspec.inspect.Type, seen: set[int] | None = None
         if hasattr(info, name)
     ]
     return all(schema_is_json_only(child, seen) for child in children)
+
+
+_CONTAINERS = (
+    msgspec.inspect.StructType,
+    msgspec.inspect.ListType,
+    msgspec.inspect.TupleType,
+    msgspec.inspect.VarTupleType,
+    msgspec.inspect.DictType,
+    msgspec.inspect.SetType,
+    msgspec.inspect.FrozenSetType,
+    msgspec.inspect.TypedDictType,
+    msgspec.inspect.DataclassType,
+    msgspec.inspect.NamedTupleType,
+)
+
+
+def schema_depth(info: msgspec.inspect.Type, seen: frozenset[int] = frozenset()) -> int | None:
+    """How many containers deep a value of this schema can nest, or ``None`` when unbounded
+    (a free-form ``Any`` or a recursive type)."""
+    if id(info) in seen or isinstance(info, msgspec.inspect.AnyType | msgspec.inspect.CustomType):
+        return None
+    seen = seen | {id(info)}
+    children: list[msgspec.inspect.Type] = [f.type for f in getattr(info, "fields", ())]
+    children += getattr(info, "types", ()) + getattr(info, "item_types", ())
+    children += [
+        getattr(info, name)
+        for name in ("item_type", "key_type", "value_type")
+        if hasattr(info, name)
+    ]
+    depth = 0
+    for child in children:
+        found = schema_depth(child, seen)
+        if found is None:
+            return None
+        depth = max(depth, found)
+    return depth + 1 if isinstance(info, _CONTAINERS) else depth
 
 
 def on_fresh_stack(fn: Callable[..., T], *args: Any) -> T:

@@ -109,14 +109,29 @@ def encode_payload(
                 seq,
                 f"expected payload {info.payload.__name__}{also}, got {type(data).__name__}",
             )
-    why = find_invalid(data, max_nesting=max_nesting, json_only=info.json_only)
-    if why is not None:
-        raise _invalid(info, session_id, seq, why)
     try:
+        if type(data) is info.payload and info.fast_depth <= max_nesting:
+            # The common case (an instance of a schema of JSON types that cannot nest too
+            # deep), all in msgspec's C code: encode, decode, and the result must equal what
+            # was given (a bytes, UUID, datetime or Decimal where a str is declared would read
+            # back as a str and differ); no integer of 19 digits or more (maybe beyond 64
+            # bits). A lone surrogate fails the encoding, NaN the decoding.
+            try:
+                raw = _encoder.encode(data)
+                if _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
+                    payload = info.decoder.decode(raw)
+                    if payload == data:
+                        return payload, raw
+            except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError):
+                pass  # the walk below explains it (or a deep caller stack: it passes)
+        # Explain (or, for a schema with bytes, datetimes ..., check) with the slower walk.
+        why = find_invalid(data, max_nesting=max_nesting, json_only=info.json_only)
+        if why is not None:
+            raise _invalid(info, session_id, seq, why)
         try:
             return _encode_checked(info, data)
         except RecursionError:
-            # Nesting is bounded above, so only a deep caller stack gets here.
+            # Nesting is bounded (checked above), so only a deep caller stack gets here.
             return on_fresh_stack(_encode_checked, info, data)
     except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise _invalid(info, session_id, seq, str(exc)) from exc
@@ -124,6 +139,10 @@ def encode_payload(
 
 #: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
 _KEPT = (bytes, bytearray, memoryview, datetime, date, dtime, timedelta, UUID, Decimal)
+#: 19 digits in a row in the JSON bytes: an integer that may not fit 64 bits (floats are
+#: written with at most 17 significant digits); a string with that many digits is checked too.
+_DIGITS_AS_NINE = bytes.maketrans(b"0123456789", b"9999999999")
+_NINETEEN_DIGITS = b"9" * 19
 
 
 def _encode_checked(info: TypeInfo, data: Any) -> tuple[Any, bytes]:

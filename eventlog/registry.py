@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ._strict import schema_is_json_only
+from ._strict import schema_depth, schema_is_json_only
 from .errors import ValidationError
 from .vocabulary import CORE_TYPES, SURFACE_TYPES
 
@@ -25,7 +25,16 @@ _NAME = re.compile(r"[a-z][a-z0-9_.-]*(/[a-z0-9_.-]+)+")
 class TypeInfo:
     """Everything the log needs to know about one event type (immutable once registered)."""
 
-    __slots__ = ("decoder", "ignorable", "json_only", "name", "payload", "surface")
+    __slots__ = (
+        "decoder",
+        "fast_depth",
+        "ignorable",
+        "json_only",
+        "max_depth",
+        "name",
+        "payload",
+        "surface",
+    )
 
     def __init__(self, name: str, payload: type[Any], *, surface: bool, ignorable: bool) -> None:
         self.name = name
@@ -35,7 +44,14 @@ class TypeInfo:
         self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(payload)
         # A schema of JSON types only (every core type): every leaf of a payload must be a
         # JSON value, and a JSON round trip is the whole strict check.
-        self.json_only = schema_is_json_only(msgspec.inspect.type_info(payload))
+        schema = msgspec.inspect.type_info(payload)
+        self.json_only = schema_is_json_only(schema)
+        # How deep a valid payload can nest (None: unbounded, it holds free-form JSON).
+        self.max_depth = schema_depth(schema)
+        #: How deep a schema of JSON types only can nest, or a number no limit allows
+        #: when it is not such a schema or unbounded: an instance of it no deeper than the
+        #: store's limit takes the codec's all-C validation path.
+        self.fast_depth = self.max_depth if self.json_only and self.max_depth is not None else 2**31
 
     def __repr__(self) -> str:
         return f"TypeInfo({self.name!r}, {self.payload.__name__})"
