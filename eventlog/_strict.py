@@ -179,6 +179,18 @@ _EXOTIC = (
 )
 
 
+def _children(info: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
+    """The types directly inside ``info``, whatever its kind (fields, unions, containers)."""
+    children: list[msgspec.inspect.Type] = [f.type for f in getattr(info, "fields", ())]
+    children += getattr(info, "types", ()) + getattr(info, "item_types", ())
+    children += [
+        getattr(info, name)
+        for name in ("item_type", "key_type", "value_type")
+        if hasattr(info, name)
+    ]
+    return children
+
+
 def schema_is_json_only(info: msgspec.inspect.Type, seen: set[int] | None = None) -> bool:
     """True when every type a schema declares is a JSON type (so every leaf must be one)."""
     seen = set() if seen is None else seen
@@ -187,13 +199,7 @@ def schema_is_json_only(info: msgspec.inspect.Type, seen: set[int] | None = None
     seen.add(id(info))
     if isinstance(info, _EXOTIC):
         return False
-    children: list[msgspec.inspect.Type] = [f.type for f in getattr(info, "fields", ())]
-    children += getattr(info, "types", ()) + getattr(info, "item_types", ())
-    children += [
-        getattr(info, name)
-        for name in ("item_type", "key_type", "value_type")
-        if hasattr(info, name)
-    ]
+    children = _children(info)
     return all(schema_is_json_only(child, seen) for child in children)
 
 
@@ -217,13 +223,7 @@ def schema_depth(info: msgspec.inspect.Type, seen: frozenset[int] = frozenset())
     if id(info) in seen or isinstance(info, msgspec.inspect.AnyType | msgspec.inspect.CustomType):
         return None
     seen = seen | {id(info)}
-    children: list[msgspec.inspect.Type] = [f.type for f in getattr(info, "fields", ())]
-    children += getattr(info, "types", ()) + getattr(info, "item_types", ())
-    children += [
-        getattr(info, name)
-        for name in ("item_type", "key_type", "value_type")
-        if hasattr(info, name)
-    ]
+    children = _children(info)
     depth = 0
     for child in children:
         found = schema_depth(child, seen)
