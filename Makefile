@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint docs bench soak clean e2e-audit e2e-models
+.PHONY: demo test lint docs e2e bench soak clean e2e-audit e2e-models
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ docs: $(STAMP)
 
 test: lint docs
 	$(BIN)/pytest
+
+# The second tier (.ci/run runs it after `make test`): a real local model server, headless
+# Chromium and a real OTLP receiver, each installed and started by its own target, on loopback.
+e2e: e2e-models e2e-audit
 
 soak: $(STAMP)
 	# 50x the examples and 10x the kills: far past the 300 s per-test timeout of `make test`.

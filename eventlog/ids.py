@@ -9,7 +9,7 @@ from .errors import ValidationError
 
 __all__ = ("new_session_id", "validate_session_id")
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
 def validate_session_id(session_id: object) -> str:
@@ -20,7 +20,7 @@ def validate_session_id(session_id: object) -> str:
 
     :raises ValidationError: naming the id and the rule it breaks.
     """
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise ValidationError(
             f"session id {session_id!r} is not valid: use 1-128 letters, digits or '._:@-', "
             "starting with a letter or digit",

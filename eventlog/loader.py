@@ -11,7 +11,18 @@ from collections.abc import Sequence
 
 import msgspec
 
-from .codec import GENESIS_HASH, Row, chain_hash, decode_event, decode_surface, verify_rows
+from ._grammar import TurnGrammar
+from ._strict import on_fresh_stack
+from .codec import (
+    CHAIN_VERSION,
+    GENESIS_HASH,
+    Row,
+    chain_hash,
+    chain_version_of,
+    decode_event,
+    decode_surface,
+    verify_rows,
+)
 from .errors import CorruptLogError, SurfaceError
 from .event import APPEND, Event
 from .registry import EventTypes, NewerVersion
@@ -20,6 +31,19 @@ from .surface import SurfaceIndex, message_delta, plan_transition
 __all__ = ("LogLoader",)
 
 _sources_decoder = msgspec.json.Decoder(tuple[int, ...])
+#: The types the structural rules look at (see :mod:`eventlog._grammar`).
+_STRUCTURAL = frozenset(
+    {
+        "turn/start",
+        "turn/end",
+        "step/start",
+        "step/end",
+        "user/message",
+        "assistant/message",
+        "tool/outcome",
+        "tool/result",
+    }
+)
 
 
 class LogLoader:
@@ -27,6 +51,12 @@ class LogLoader:
 
     :ivar events: the events loaded so far (all verified).
     :ivar last_hash: the chain hash of the last loaded event.
+    :ivar chain_version: the session's chain format (of event 0; :data:`CHAIN_VERSION` for an
+        empty log, which is what its first event will be written with).
+    :ivar grammar: the turn and step structure folded so far (not judged).
+    :ivar misfit: the first event that breaks the structural rules ``append`` enforces, as
+        ``(seq, why)``, or ``None``: logs written before those rules still load; importers
+        refuse such a log.
     """
 
     def __init__(self, types: EventTypes, session_id: str) -> None:
@@ -35,21 +65,38 @@ class LogLoader:
         self.events: list[Event] = []
         self.surface = SurfaceIndex()
         self.last_hash = GENESIS_HASH
+        self.chain_version = CHAIN_VERSION
+        self.grammar = TurnGrammar()
+        self.misfit: tuple[int, str] | None = None
 
     def feed(self, rows: Sequence[Row]) -> None:
-        """Load the next consecutive rows.
+        """Load the next consecutive rows. Works whatever the caller's stack depth (a
+        decode that runs out of it is redone on a fresh thread).
 
         :raises CorruptLogError: a row's seq, hash, payload or surface operation is bad; the
             rows before it are loaded.
-        :raises UnsupportedFormatError: a row has an unknown, non-ignorable type.
+        :raises UnsupportedFormatError: a row has an unknown, non-ignorable type, or event 0
+            a chain format this version does not know.
         """
+        start = len(self.events)
+        try:
+            self._feed(rows)
+        except RecursionError:
+            done = len(self.events) - start
+            on_fresh_stack(self._feed, rows[done:])
+
+    def _feed(self, rows: Sequence[Row]) -> None:
         events = self.events
+        grammar = self.grammar
         append_event = events.append
         get_type = self.types.get
         surface = self.surface
         decode_sources = _sources_decoder.decode
         prev = self.last_hash
         seq = len(events)
+        if seq == 0 and rows:
+            self.chain_version = chain_version_of(rows[0].hash)
+        bound = self.session_id if self.chain_version == 2 else None
         for row in rows:
             row_seq, type_, time_, surface_text, sources_text = (
                 row.seq,
@@ -60,7 +107,7 @@ class LogLoader:
             )
             ignorable, data = row.ignorable, row.data
             digest = chain_hash(
-                prev, row_seq, type_, time_, surface_text, sources_text, ignorable, data
+                prev, row_seq, type_, time_, surface_text, sources_text, ignorable, data, bound
             )
             info = get_type(type_)
             if row_seq != seq or digest != row.hash or info is None:
@@ -86,6 +133,11 @@ class LogLoader:
                 )
             if event.surface is not None:
                 self._fold_surface(surface, event, events)
+            if type_ in _STRUCTURAL:
+                misfit = grammar.check(type_, event.data)
+                if misfit is not None and self.misfit is None:
+                    self.misfit = (row_seq, misfit)
+                grammar.advance(type_, event.data)
             append_event(event)
             prev = digest
             seq += 1

@@ -7,20 +7,20 @@ refused (:class:`UnsupportedFormatError`).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
+from ._strict import schema_depth, schema_is_json_only
 from ._versions import VERSION_KEY, NewerVersion, Upcaster, split_version, upcast
 from .errors import ValidationError
 from .vocabulary import CORE_TYPES, SURFACE_TYPES
 
 __all__ = ("EventTypes", "NewerVersion", "TypeInfo")
 
-_NAME = re.compile(r"^[a-z][a-z0-9_.-]*(/[a-z0-9_.-]+)+$")
+_NAME = re.compile(r"[a-z][a-z0-9_.-]*(/[a-z0-9_.-]+)+")
 
 
 class TypeInfo:
@@ -28,8 +28,10 @@ class TypeInfo:
 
     __slots__ = (
         "decoder",
+        "fast_depth",
         "ignorable",
-        "may_hold_float",
+        "json_only",
+        "max_depth",
         "name",
         "payload",
         "surface",
@@ -54,8 +56,16 @@ class TypeInfo:
         self.upcasters = upcasters
         self.version = len(upcasters) + 1
         self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(payload)
-        # Only payloads that can hold a float need the (slower) non-finite scan at commit.
-        self.may_hold_float = _may_hold_float(msgspec.inspect.type_info(payload))
+        # A schema of JSON types only (every core type): every leaf of a payload must be a
+        # JSON value, and a JSON round trip is the whole strict check.
+        schema = msgspec.inspect.type_info(payload)
+        self.json_only = schema_is_json_only(schema)
+        # How deep a valid payload can nest (None: unbounded, it holds free-form JSON).
+        self.max_depth = schema_depth(schema)
+        #: How deep a schema of JSON types only can nest, or a number no limit allows
+        #: when it is not such a schema or unbounded: an instance of it no deeper than the
+        #: store's limit takes the codec's all-C validation path.
+        self.fast_depth = self.max_depth if self.json_only and self.max_depth is not None else 2**31
 
     def decode(self, data: bytes) -> Any:
         """The payload stored as ``data``, upcast to this version.
@@ -76,43 +86,6 @@ class TypeInfo:
 
     def __repr__(self) -> str:
         return f"TypeInfo({self.name!r}, {self.payload.__name__}, version {self.version})"
-
-
-def _may_hold_float(info: msgspec.inspect.Type, seen: set[int] | None = None) -> bool:
-    seen = set() if seen is None else seen
-    if id(info) in seen:
-        return False
-    seen.add(id(info))
-    if isinstance(info, msgspec.inspect.FloatType | msgspec.inspect.AnyType):
-        return True
-    if isinstance(info, msgspec.inspect.CustomType):
-        return True  # unknown to msgspec: be safe and scan
-    # Walk every nested type whatever its kind (struct fields, unions, containers).
-    children: list[msgspec.inspect.Type] = [f.type for f in getattr(info, "fields", ())]
-    children += getattr(info, "types", ()) + getattr(info, "item_types", ())
-    children += [
-        getattr(info, name)
-        for name in ("item_type", "key_type", "value_type")
-        if hasattr(info, name)
-    ]
-    return any(_may_hold_float(child, seen) for child in children)
-
-
-def find_non_finite(value: Any, path: str = "$") -> str | None:
-    """The path of the first NaN or infinity inside ``value`` (builtins form), or ``None``."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else path
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = find_non_finite(item, f"{path}.{key}")
-            if found:
-                return found
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            found = find_non_finite(item, f"{path}[{index}]")
-            if found:
-                return found
-    return None
 
 
 class EventTypes:
@@ -139,7 +112,7 @@ class EventTypes:
         :raises ValidationError: the name is malformed, already registered, or the payload
             type cannot be used by msgspec.
         """
-        if not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValidationError(
                 f"event type name {name!r} is not namespaced like 'app/thing' "
                 "(lowercase letters, digits, '_', '-', '.', separated by '/')"

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, overload
 
 import anyio
 
-from .codec import encode_payload
+from ._grammar import TurnGrammar
+from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
+from .codec import CHAIN_VERSION, chain_version_of, encode_payload
 from .errors import (
     ClosedError,
     EventLogError,
@@ -37,6 +39,13 @@ Observer = Callable[[Event], None]
 
 #: Default ceiling of one event's encoded payload.
 DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+
+def _fold_grammar(events: Sequence[Event]) -> TurnGrammar:
+    grammar = TurnGrammar()
+    for event in events:
+        grammar.advance(event.type, event.data)
+    return grammar
 
 
 class EventsView(Sequence[Event]):
@@ -96,12 +105,15 @@ class Session:
         read_only: bool = False,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         release: Callable[[Session], Any] | None = None,
+        max_nesting: int = DEFAULT_MAX_NESTING,
+        grammar: TurnGrammar | None = None,
     ) -> None:
         self.id = id
         self.types = types
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.read_only = read_only or writer is None
         self.max_event_bytes = max_event_bytes
+        self.max_nesting = max_nesting
         self.projection_cache: dict[object, Any] = {}
         #: Opened with ``salvage=True``: the error that stopped loading (naming its seq), or
         #: ``None`` when the whole stored log loaded.
@@ -111,8 +123,13 @@ class Session:
         #: Hash of the last event the writer turned into a row (the stored chain's head once
         #: everything is flushed). Maintained by the writer.
         self.chain_hash = last_hash
+        #: The chain format of this session (that of its stored hashes; format 2 for a new
+        #: one) and the id its hashes bind (``None`` for format 1). Used by the writer.
+        self.chain_version = chain_version_of(last_hash) if last_hash else CHAIN_VERSION
+        self.chain_binding = id if self.chain_version == 2 else None
         self._durable = len(self._events) - 1
         self._surface = surface if surface is not None else SurfaceIndex()
+        self._grammar = grammar if grammar is not None else _fold_grammar(self._events)
         self._observers: list[Observer] = []
         self._notifying = False
         self._fenced: EventLogError | None = None
@@ -159,14 +176,18 @@ class Session:
     ) -> Event:
         """Commit one event and return it.
 
-        Validation order: payload against its registered type; envelope (a surface operation
-        exactly on surface types, ``sources`` unique and all ``< seq``); the surface transition;
+        Validation order: payload against its registered type (strictly: see
+        :func:`eventlog.codec.encode_payload`); envelope (a surface operation exactly on surface
+        types, ``sources`` unique and all ``< seq``); the surface transition; ``time``; the
+        structural rules of turns and steps (``turn/start`` opens the next turn only when none
+        is open, steps open and close inside it in order, messages carry their event's role);
         the write backlog. Only then is the event stored, queued and shown to observers. Any
         failure leaves the session exactly as it was.
 
         :param time: epoch milliseconds; defaults to now (never earlier than the last event).
         :raises UnknownEventTypeError: ``type`` is not registered.
-        :raises ValidationError: the payload or envelope is invalid, or the event is too large.
+        :raises ValidationError: the payload or envelope is invalid, the event is too large, or
+            it breaks the turn and step structure (the message names the open turn and step).
         :raises SurfaceError: the surface operation is not allowed.
         :raises BacklogFullError: too many bytes wait to be written.
         :raises ReentrancyError: called from inside an observer of this session.
@@ -176,7 +197,7 @@ class Session:
         if self._blocked:
             self._check_writable()
         seq = len(self._events)
-        info = self.types.get(type)
+        info = self.types.get(type) if isinstance(type, str) else None
         if info is None:
             raise UnknownEventTypeError(
                 f"session {self.id!r}, seq {seq}: event type {type!r} is not registered",
@@ -184,7 +205,9 @@ class Session:
                 seq=seq,
                 hint="register app types with EventTypes.register",
             )
-        payload, raw = encode_payload(info, data, session_id=self.id, seq=seq)
+        payload, raw = encode_payload(
+            info, data, session_id=self.id, seq=seq, max_nesting=self.max_nesting
+        )
         if len(raw) > self.max_event_bytes:
             raise ValidationError(
                 f"session {self.id!r}, seq {seq}: payload of {type!r} is {len(raw)} bytes, "
@@ -218,6 +241,15 @@ class Session:
                 stamp = self._events[-1].time  # never earlier than the event before
         else:
             stamp = self._given_time(seq, time)
+        misfit = self._grammar.check(type, payload)
+        if misfit is not None:
+            raise ValidationError(
+                f"session {self.id!r}, seq {seq}: {misfit}",
+                session_id=self.id,
+                seq=seq,
+                hint="turns count from 1, steps from 1 in each turn; each closes before the "
+                "next opens",
+            )
         writer = self._writer
         assert writer is not None  # _check_writable
         writer.check_room(self, len(raw))
@@ -232,6 +264,7 @@ class Session:
             ignorable=info.ignorable,
         )
         self._events.append(event)
+        self._grammar.advance(type, payload)
         if append_delta is not None:
             self._surface.append_node(seq, append_delta)
         elif transition is not None:
@@ -273,6 +306,15 @@ class Session:
                 session_id=self.id,
                 seq=seq,
             )
+        if isinstance(surface, Replace) and not (
+            type(surface.start) is int and type(surface.end) is int
+        ):
+            # A bool would pass as a seq here and be stored as 'replace:False:False'.
+            raise ValidationError(
+                f"{where}: Replace start and end must be ints (seqs), got {surface!r}",
+                session_id=self.id,
+                seq=seq,
+            )
         if is_surface_type and surface is None:
             raise ValidationError(
                 f"{where}: a surface type needs a surface operation (APPEND or Replace)",
@@ -288,7 +330,14 @@ class Session:
             )
         if not sources:
             return ()
-        result = tuple(sources)
+        try:
+            result = tuple(sources)
+        except TypeError:
+            raise ValidationError(
+                f"{where}: sources must be a sequence of seqs, got {type(sources).__name__}",
+                session_id=self.id,
+                seq=seq,
+            ) from None
         for source in result:
             if type(source) is not int or not 0 <= source < seq:
                 raise ValidationError(
@@ -306,13 +355,19 @@ class Session:
 
     def _given_time(self, seq: int, time: object) -> int:
         """An explicitly given time, checked."""
-        if type(time) is not int or time < 0:
+        if type(time) is not int or not 0 <= time <= INT64_MAX:
             raise ValidationError(
-                f"session {self.id!r}, seq {seq}: time {time!r} is not epoch milliseconds",
+                f"session {self.id!r}, seq {seq}: time {time!r} is not epoch milliseconds "
+                "(an int from 0 to 2**63 - 1)",
                 session_id=self.id,
                 seq=seq,
             )
         return time
+
+    @property
+    def grammar(self) -> TurnGrammar:
+        """Where the log stands structurally (open turn and step); read-only for callers."""
+        return self._grammar
 
     def _payload_of(self, seq: int) -> Any:
         return self._events[seq].data
@@ -392,7 +447,15 @@ class Session:
     # -- reading -------------------------------------------------------------------------------
 
     def events(self, from_seq: int = 0) -> EventsView:
-        """The committed events from ``from_seq`` on, as an immutable view (O(1))."""
+        """The committed events from ``from_seq`` on, as an immutable view (O(1)).
+
+        :raises ValidationError: ``from_seq`` is not an int.
+        """
+        if type(from_seq) is not int:
+            raise ValidationError(
+                f"session {self.id!r}: from_seq must be an int (a seq), got {from_seq!r}",
+                session_id=self.id,
+            )
         return EventsView(self._events, max(0, from_seq), len(self._events))
 
     def event(self, seq: int) -> Event:
@@ -400,7 +463,12 @@ class Session:
         event after each commit on their hot path).
 
         :raises IndexError: ``seq`` is not between 0 and ``head``.
+        :raises ValidationError: ``seq`` is not an int.
         """
+        if type(seq) is not int:
+            raise ValidationError(
+                f"session {self.id!r}: seq must be an int, got {seq!r}", session_id=self.id
+            )
         if seq < 0:
             raise IndexError(f"session {self.id!r}: seq {seq} is not committed")
         return self._events[seq]
@@ -409,7 +477,14 @@ class Session:
         """Call ``callback(event)`` after each commit; returns the function that unsubscribes.
 
         An observer that raises is logged and ignored; it cannot append to this session.
+
+        :raises ValidationError: ``callback`` is not callable.
         """
+        if not callable(callback):
+            raise ValidationError(
+                f"session {self.id!r}: an observer must be callable, got {callback!r}",
+                session_id=self.id,
+            )
         self._observers.append(callback)
 
         def unsubscribe() -> None:

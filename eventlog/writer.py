@@ -319,7 +319,7 @@ class Writer:
         taken, self._built = self._built, {}
         pending, self._pending = self._pending, {}
         for session, items in pending.items():
-            prev = session.chain_hash
+            prev, bound = session.chain_hash, session.chain_binding
             rows = taken.setdefault(session, [])
             for i, (event, data) in enumerate(items):
                 row = make_row(
@@ -331,6 +331,7 @@ class Writer:
                     event.sources,
                     event.ignorable,
                     data,
+                    bound,
                 )
                 # Checked here, once per row, so no backend ever sees such a row.
                 seq, stamp = row.seq, row.time

@@ -312,9 +312,10 @@ async def test_a_paused_host_is_fenced_once_another_took_over(
         session.append("turn/start", TurnStart(turn=2))
         session.append("turn/end", TurnEnd(turn=2, reason="completed"))
         await session.flush()
-        # It wakes up and writes as if nothing happened: its round is refused.
+        # It wakes up and writes as if nothing happened (its own next turn, 2: turn 3 would
+        # be refused at commit, in its view): its round is refused.
         host.signal(signal.SIGCONT)
-        assert await host.ask("turn 3") == "conflict"
+        assert await host.ask("turn 2") == "conflict"
     assert await _turns(schema, "s") == [1, 2]
 
 

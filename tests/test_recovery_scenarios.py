@@ -38,6 +38,7 @@ from recovery import (
     scan,
 )
 from recovery.testing import FaultyStore, InvariantViolation, check_invariants
+from tests.ill_formed import unchecked
 
 pytestmark = pytest.mark.anyio
 
@@ -373,6 +374,7 @@ async def test_repair_of_a_read_only_session_refuses() -> None:
 
 async def test_integrity_findings_are_reported(session: Session) -> None:
     turn(session, 1)
+    unchecked(session)  # then ill-formed, as older versions let a log become
     session.append("turn/start", TurnStart(turn=3))
     diagnosis = scan(session)
     assert [f.message for f in diagnosis.findings] == [

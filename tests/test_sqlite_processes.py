@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from eventlog import TurnEnd, TurnStart, open_store
+from eventlog import APPEND, Message, TurnEnd, TurnStart, UserMessage, open_store
 from tests.conftest import SOAK
 
 CHILDREN = Path(__file__).parent / "sqlite_children"
@@ -133,7 +133,9 @@ async def test_follow_sees_another_process_write_without_gap_or_duplicate(
     path = tmp_path / "s.db"
     async with open_store(f"sqlite:///{path}") as store:
         session = await store.create(session_id="s")
-        session.append("turn/start", TurnStart(turn=1))
+        # One event before the child's turns (a turn/start here would leave turn 1 open under
+        # the child's turn 2: an ill-formed log, refused at commit now).
+        session.append("user/message", UserMessage(message=Message.user("hi")), surface=APPEND)
         await session.aclose()
         seen: list[int] = []
         child = spawn("writer.py", path, "s", "turns", 8)

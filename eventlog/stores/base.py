@@ -180,8 +180,9 @@ class Store(Protocol):
 
     async def fork(self, session_id: str, boundary: int, *, child_id: str | None = None) -> Session:
         """Create a child session whose log is the parent's stored events ``0..boundary`` (same
-        seqs, data and hashes) followed by ``session/forked {parent, boundary}``; open it.
-        The child's id is ``child_id``, or a new random one.
+        seqs, columns and data, verified under the parent's chain format, then chained anew
+        under the child's id in format 2) followed by ``session/forked {parent, boundary}``;
+        open it. The child's id is ``child_id``, or a new random one.
 
         :raises SessionNotFoundError: no such parent.
         :raises ValidationError: ``boundary`` is outside the stored log or inside an open turn,

@@ -11,6 +11,7 @@ import math
 import time
 import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -19,7 +20,26 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .._attachments import checked_attachment, row_digests, verify_attachments
-from ..codec import GENESIS_HASH, Row, decode_event, encode_payload, make_row, verify_rows
+from .._strict import (
+    DEFAULT_MAX_NESTING,
+    INT64_MAX,
+    INT64_MIN,
+    MAX_NESTING_CEILING,
+    check_int,
+    check_number,
+    check_text,
+    find_invalid,
+    on_fresh_stack,
+)
+from ..codec import (
+    GENESIS_HASH,
+    Row,
+    decode_event,
+    encode_payload,
+    make_row,
+    rechain,
+    verify_rows,
+)
 from ..errors import (
     ClosedError,
     CorruptLogError,
@@ -33,7 +53,6 @@ from ..loader import LogLoader
 from ..message import Message, attachment_digest
 from ..registry import EventTypes
 from ..session import DEFAULT_MAX_EVENT_BYTES, Session
-from ..surface import SurfaceIndex
 from ..vocabulary import SessionForked
 from ..writer import Writer
 from ._owners import new_owner, retire_owner
@@ -60,7 +79,10 @@ class LogStore:
     :param write_delay: seconds the background writer gathers events before a round.
     :param max_pending_bytes: backlog ceiling before ``append`` raises ``BacklogFullError``.
     :param max_event_bytes: ceiling of one event's encoded payload.
+    :param max_nesting: how deep containers may nest in a payload or in session metadata
+        (default 64, at most 256); deeper values are refused at commit.
     :param url: shown in ``repr``.
+    :raises ValidationError: an option has the wrong type or is out of range.
     """
 
     def __init__(
@@ -71,9 +93,17 @@ class LogStore:
         write_delay: float = 0.010,
         max_pending_bytes: int = 64 * 1024 * 1024,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        max_nesting: int = DEFAULT_MAX_NESTING,
         url: str = "",
     ) -> None:
+        check_number("write_delay", write_delay, low=0.0, high=3600.0)
+        check_number("max_pending_bytes", max_pending_bytes, low=1, integer=True)
+        check_number("max_event_bytes", max_event_bytes, low=1, integer=True)
+        check_number("max_nesting", max_nesting, low=1, high=MAX_NESTING_CEILING, integer=True)
+        if types is not None and not isinstance(types, EventTypes):
+            raise ValidationError("option types must be an EventTypes registry")
         self.backend = backend
+        self.max_nesting = max_nesting
         self.types = types if types is not None else EventTypes()
         self.url = url
         self.max_event_bytes = max_event_bytes
@@ -190,16 +220,20 @@ class LogStore:
         self._check_open()
         sid = validate_session_id(session_id) if session_id is not None else new_session_id()
         record = SessionRecord(
-            id=sid, created_at=time.time_ns() // 1_000_000, metadata=_metadata(metadata)
+            id=sid,
+            created_at=time.time_ns() // 1_000_000,
+            metadata=_metadata(metadata, self.max_nesting),
         )
         await self.backend.create_session(record)
         await self.backend.acquire_lease(sid, self._owner)
-        return self._wrap(sid, [], GENESIS_HASH, SurfaceIndex(), record, read_only=False)
+        return self._wrap(sid, LogLoader(self.types, sid), record, read_only=False)
 
     async def open(self, session_id: str, *, salvage: bool = False, wait: float = 0.0) -> Session:
         self._check_open()
         sid = validate_session_id(session_id)
         wait = _seconds(wait, sid)
+        if type(salvage) is not bool:
+            raise ValidationError(f"salvage must be True or False, got {salvage!r}")
         if salvage:
             record = await self.backend.get_session(sid)
             loader, fault = await self._load(sid, salvage=True)
@@ -214,9 +248,7 @@ class LogStore:
                 fault = _head_fault(sid, head, record.head)
                 if fault is not None:
                     loader, _ = await self._load(sid, salvage=True, limit=record.head + 1)
-            session = self._wrap(
-                sid, loader.events, loader.last_hash, loader.surface, record, read_only=True
-            )
+            session = self._wrap(sid, loader, record, read_only=True)
             session.salvage_fault = fault
             return session
         await self._take_lease(sid, wait)
@@ -231,9 +263,7 @@ class LogStore:
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
             raise
-        return self._wrap(
-            sid, loader.events, loader.last_hash, loader.surface, record, read_only=False
-        )
+        return self._wrap(sid, loader, record, read_only=False)
 
     async def _take_lease(self, sid: str, wait: float) -> None:
         """Take the writer lease, waiting up to ``wait`` seconds for its holder to let go."""
@@ -257,26 +287,21 @@ class LogStore:
                 await anyio.sleep(min(_LEASE_POLL, remaining))
 
     def _wrap(
-        self,
-        sid: str,
-        events: list[Event],
-        last_hash: bytes,
-        surface: SurfaceIndex,
-        record: SessionRecord,
-        *,
-        read_only: bool,
+        self, sid: str, loaded: LogLoader, record: SessionRecord, *, read_only: bool
     ) -> Session:
         session = Session(
             id=sid,
             types=self.types,
             writer=None if read_only else self._writer,
-            events=events,
-            last_hash=last_hash,
-            surface=surface,
+            events=loaded.events,
+            last_hash=loaded.last_hash,
+            surface=loaded.surface,
             metadata=record.metadata,
             read_only=read_only,
             max_event_bytes=self.max_event_bytes,
             release=None if read_only else self._release,
+            max_nesting=self.max_nesting,
+            grammar=loaded.grammar,
         )
         if not read_only:
             self._open[sid] = session
@@ -339,8 +364,12 @@ class LogStore:
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()
-        if limit < 1:
-            raise ValidationError(f"list limit must be at least 1, got {limit}")
+        if not check_int(limit, 1):
+            raise ValidationError(
+                f"list limit must be at least 1 (an int up to 2**63 - 1), got {limit!r}"
+            )
+        if after is not None and not check_text(after):
+            raise ValidationError(f"list after must be a session id string or None, got {after!r}")
         return await self.backend.list_sessions(after, limit)
 
     async def read(
@@ -348,14 +377,20 @@ class LogStore:
     ) -> AsyncIterator[Event]:
         self._check_open()
         sid = validate_session_id(session_id)
+        if not check_int(from_seq, INT64_MIN):
+            raise ValidationError(f"read from_seq must be an int (a seq), got {from_seq!r}")
+        if limit is not None and not check_int(limit, 0):
+            raise ValidationError(f"read limit must be None or an int >= 0, got {limit!r}")
         await self.backend.get_session(sid)
         async for chunk in self.backend.read_rows(sid, max(0, from_seq), limit):
             for row in chunk:
-                yield decode_event(row, self.types, session_id=sid)
+                yield _decode(row, self.types, sid)
 
     async def follow(self, session_id: str, after: int = -1) -> AsyncIterator[Event]:
         self._check_open()
         sid = validate_session_id(session_id)
+        if not check_int(after, -1, INT64_MAX - 1):
+            raise ValidationError(f"follow after must be an int >= -1 (a seq), got {after!r}")
         await self.backend.get_session(sid)
         last = after
         while True:
@@ -369,7 +404,7 @@ class LogStore:
                             seq=last + 1,
                         )
                     last = row.seq
-                    yield decode_event(row, self.types, session_id=sid)
+                    yield _decode(row, self.types, sid)
             await self.backend.wait_for_change(sid, last)
             await self.backend.get_session(sid)  # raises once the session was deleted
 
@@ -377,6 +412,11 @@ class LogStore:
         self._check_open()
         sid = validate_session_id(session_id)
         wanted = None if child_id is None else validate_session_id(child_id)
+        if not check_int(boundary, INT64_MIN, INT64_MAX - 1):
+            raise ValidationError(
+                f"session {sid!r}: fork boundary must be an int (a seq), got {boundary!r}",
+                session_id=sid,
+            )
         record = await self.backend.get_session(sid)
         rows: list[Row] = []
         async for chunk in self.backend.read_rows(sid, 0, boundary + 1 if boundary >= 0 else 0):
@@ -388,7 +428,7 @@ class LogStore:
                 session_id=sid,
                 seq=boundary,
             )
-        last_hash = verify_rows(rows, GENESIS_HASH, 0, session_id=sid)
+        verify_rows(rows, GENESIS_HASH, 0, session_id=sid)
         open_turn = _open_turn_at(rows)
         if open_turn is not None:
             raise ValidationError(
@@ -404,7 +444,11 @@ class LogStore:
         forked_data = SessionForked(parent=sid, boundary=boundary)
         _, raw = encode_payload(info, forked_data, session_id=child_id, seq=boundary + 1)
         stamp = max(time.time_ns() // 1_000_000, rows[-1].time)
-        forked = make_row(last_hash, boundary + 1, "session/forked", stamp, None, (), False, raw)
+        # The child's chain is its own (format 2, bound to its id), whatever the parent's.
+        rows = rechain(rows, child_id)
+        forked = make_row(
+            rows[-1].hash, boundary + 1, "session/forked", stamp, None, (), False, raw, child_id
+        )
         child = SessionRecord(
             id=child_id,
             created_at=time.time_ns() // 1_000_000,
@@ -479,12 +523,28 @@ def _open_turn_at(rows: Sequence[Row]) -> int | None:
     return open_turn
 
 
-def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+def _decode(row: Row, types: EventTypes, sid: str) -> Event:
+    try:
+        return decode_event(row, types, session_id=sid)
+    except RecursionError:  # a deep caller stack, not a deep payload: redo with a fresh one
+        return on_fresh_stack(partial(decode_event, session_id=sid), row, types)
+
+
+def _metadata(metadata: dict[str, Any] | None, max_nesting: int) -> dict[str, Any]:
+    """A JSON copy of ``metadata``, held to the rules of payloads (see :mod:`eventlog._strict`).
+
+    :raises ValidationError: not a dict of JSON values, naming the path of the first bad one.
+    """
     if metadata is None:
         return {}
-    if not isinstance(metadata, dict):
+    if type(metadata) is not dict:
         raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    why = find_invalid(metadata, max_nesting=max_nesting)
+    if why is not None:
+        raise ValidationError(f"metadata is not valid: {why}")
     try:
         return dict(msgspec.json.decode(msgspec.json.encode(metadata)))
-    except (TypeError, msgspec.DecodeError) as exc:
+    except RecursionError:
+        return dict(on_fresh_stack(lambda: msgspec.json.decode(msgspec.json.encode(metadata))))
+    except (TypeError, ValueError, msgspec.MsgspecError) as exc:
         raise ValidationError(f"metadata is not JSON-serialisable: {exc}") from exc

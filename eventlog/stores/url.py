@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._strict import check_int, check_number, check_text, has_surrogate
 from ..errors import ValidationError
 from ..registry import EventTypes
 from .base import Backend
@@ -12,7 +13,7 @@ from .memory import MemoryBackend, MemoryData
 
 __all__ = ("open_store",)
 
-_STORE_OPTIONS = ("types", "write_delay", "max_pending_bytes", "max_event_bytes")
+_STORE_OPTIONS = ("types", "write_delay", "max_pending_bytes", "max_event_bytes", "max_nesting")
 
 
 def open_store(url: str, **options: Any) -> LogStore:
@@ -22,7 +23,8 @@ def open_store(url: str, **options: Any) -> LogStore:
     ``postgresql://user@host:port/database``.
 
     Store options: ``types`` (an :class:`EventTypes`), ``write_delay`` (seconds, default 0.01),
-    ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB).
+    ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB), ``max_nesting``
+    (default 64: how deep containers may nest in a payload or in metadata; at most 256).
 
     Backend options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for
     SQLite and PostgreSQL; for SQLite also ``busy_timeout`` (seconds, default 30),
@@ -32,10 +34,15 @@ def open_store(url: str, **options: Any) -> LogStore:
     (seconds a writer lease outlives its host, default 10), ``schema`` (default ``public``, or
     ``?schema=`` in the URL), ``pool_size``, ``connect_timeout`` and ``command_timeout``.
 
-    :raises ValidationError: the URL's scheme is not supported or an option is unknown.
+    :raises ValidationError: the URL's scheme is not supported, or an option is unknown, of
+        the wrong type or out of range (numbers: finite, not ``bool``; ``write_delay`` 0 to
+        3600 s; byte counts and ``max_nesting`` at least 1).
     """
     if not isinstance(url, str):
         raise ValidationError(f"store URL must be a string, got {type(url).__name__}")
+    if has_surrogate(url):
+        raise ValidationError(f"store URL {url!r} holds a lone surrogate (no UTF-8 form)")
+    _check_backend_options(options)
     store_options = {k: options.pop(k) for k in _STORE_OPTIONS if k in options}
     types = store_options.get("types")
     if types is not None and not isinstance(types, EventTypes):
@@ -44,6 +51,42 @@ def open_store(url: str, **options: Any) -> LogStore:
     # A PostgreSQL URL may carry a password: reprs and messages show it masked.
     shown = getattr(backend, "display_url", url)
     return LogStore(backend, url=shown, **store_options)
+
+
+#: Backend options and their accepted ranges (seconds or counts), checked before any backend
+#: is built so a wrong type never escapes as a TypeError later.
+_SECONDS = ("busy_timeout", "poll_interval", "lease_ttl", "connect_timeout")
+_DAY = 86_400.0
+
+
+def _check_backend_options(options: dict[str, Any]) -> None:
+    durability = options.get("durability", "power-loss")
+    if not isinstance(durability, str) or durability not in ("power-loss", "process-crash"):
+        raise ValidationError(
+            f"durability must be 'power-loss' or 'process-crash', got {durability!r}"
+        )
+    for name in _SECONDS:
+        if name in options:
+            _check_seconds(name, options[name])
+    if options.get("command_timeout") is not None:
+        _check_seconds("command_timeout", options["command_timeout"])
+    inline = options.get("inline_write_bytes", 0)
+    if not check_int(inline, 0):
+        raise ValidationError(
+            f"inline_write_bytes must be a whole number of bytes >= 0, got {inline!r}"
+        )
+    if "pool_size" in options:
+        check_number("pool_size", options["pool_size"], low=1, high=1000, integer=True)
+    schema = options.get("schema")
+    if schema is not None and not check_text(schema):
+        raise ValidationError(f"option schema must be a string, got {schema!r}")
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if type(value) not in (int, float) or not 0 < value <= _DAY:  # type: ignore[operator]
+        raise ValidationError(
+            f"{name} must be a positive number of seconds (at most {_DAY:.0f}), got {value!r}"
+        )
 
 
 def _backend_for(url: str, options: dict[str, Any]) -> Backend:

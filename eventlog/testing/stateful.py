@@ -40,7 +40,7 @@ from ..message import Message
 from ..session import Session
 from ..stores.logstore import LogStore
 from ..stores.memory import MemoryBackend, MemoryData
-from ..vocabulary import TurnStart, UserMessage
+from ..vocabulary import TurnEnd, TurnStart, UserMessage
 
 __all__ = ("Storage", "store_machine")
 
@@ -149,10 +149,18 @@ def store_machine(
         def append(self, pick: int, text: str, turn_start: bool) -> None:
             session_id = self._pick(pick)
             self.clock += 1
-            note(f"append to {session_id} at {self.clock}: {'turn' if turn_start else text!r}")
+            what = "turn start/end" if turn_start else repr(text)
+            note(f"append to {session_id} at {self.clock}: {what}")
             for session in self.pairs[session_id]:
-                if turn_start:
-                    call = partial(session.append, "turn/start", TurnStart(turn=1), time=self.clock)
+                grammar = session.grammar
+                if turn_start and grammar.turn is None:
+                    # The next turn opens (a well-formed log: append refuses anything else) ...
+                    opening = TurnStart(turn=grammar.last_turn + 1)
+                    call = partial(session.append, "turn/start", opening, time=self.clock)
+                elif turn_start and grammar.turn is not None:
+                    # ... or the open one closes.
+                    closing = TurnEnd(turn=grammar.turn, reason="completed")
+                    call = partial(session.append, "turn/end", closing, time=self.clock)
                 else:
                     message = Message.user(text, id=f"m{self.clock}")
                     call = partial(

@@ -45,7 +45,8 @@ def say(line: str) -> None:
 
 
 def append_turn(session: Session) -> None:
-    turn = session.head + 2
+    # The next turn number (head + 2 numbered turns 1, 6, 11, ...: an ill-formed log).
+    turn = session.grammar.last_turn + 1
     session.append("turn/start", TurnStart(turn=turn))
     text = f"turn {turn} from process " + "x" * 200
     session.append("user/message", UserMessage(message=Message.user(text)), surface=APPEND)
@@ -105,7 +106,11 @@ async def stale(store: LogStore, session_id: str) -> None:
     session = await store.open(session_id)
     say("opened")
     await anyio.to_thread.run_sync(sys.stdin.readline)
-    append_turn(session)
+    if session.grammar.turn is not None:
+        # Its view has a turn open: the next well-formed event closes it.
+        session.append("turn/end", TurnEnd(turn=session.grammar.turn, reason="completed"))
+    else:
+        append_turn(session)
     try:
         await session.flush()
     except ConflictError as exc:

@@ -234,12 +234,19 @@ def _check(store: LogStore, exported: ExportedSession) -> None:
     """Verify the chain, decode every event and replay the surface: ``open``'s own loader."""
     sid = exported.record.id
     where = f"line {exported.line}"
+    loader = LogLoader(store.types, sid)
     try:
-        LogLoader(store.types, sid).feed(exported.rows)
+        loader.feed(exported.rows)
     except EventLogError as exc:
         if exc.seq is not None and 0 <= exc.seq < len(exported.lines):
             where = f"line {exported.lines[exc.seq]}"
         raise CliError(f"refusing to import ({where}): {exc}") from None
+    if loader.misfit is not None:
+        # A log append would have refused (a turn opened twice, a step out of order, ...).
+        seq, why = loader.misfit
+        if 0 <= seq < len(exported.lines):
+            where = f"line {exported.lines[seq]}"
+        raise CliError(f"refusing to import ({where}): session {sid!r}, seq {seq}: {why}")
 
 
 async def _must_be_new(store: LogStore, session_id: str) -> None:
