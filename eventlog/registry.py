@@ -171,6 +171,16 @@ class EventTypes:
         self._types[name] = info
         return info.version
 
+    def include(self, info: TypeInfo) -> None:
+        """Add another registry's registration as it is (payload, versions, ignorable): how a
+        reader combines the registries of several apps.
+
+        :raises ValidationError: ``info.name`` is already registered.
+        """
+        if info.name in self._types:
+            raise ValidationError(f"event type {info.name!r} is already registered")
+        self._types[info.name] = info
+
     def get(self, name: str) -> TypeInfo | None:
         """The registration of ``name``, or ``None``."""
         return self._types.get(name)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from eventlog import open_store
+from eventlog import EventTypes, open_store
 from eventlog.ids import validate_session_id
 from eventlog.stores import LogStore, SessionRecord
 
 from ..report import Loaded, load_session
 from .errors import CliError
 from .output import Output
+from .registry import load_types
 
 __all__ = (
     "DEFAULT_URL",
@@ -33,10 +34,12 @@ _SCHEMES = ("memory:", "sqlite:", "postgresql://", "postgres://")
 
 @dataclass(frozen=True)
 class Context:
-    """What a command runs with: the resolved store URL and the output streams."""
+    """What a command runs with: the resolved store URL, the output streams, and the event
+    types it reads with (the integrations' and those ``--types`` named)."""
 
     url: str
     out: Output
+    types: EventTypes = field(default_factory=load_types)
 
 
 def resolve_url(option: str | None, environ: Mapping[str, str] = os.environ) -> str:
@@ -60,16 +63,19 @@ def sqlite_path(url: str) -> Path | None:
 
 
 @asynccontextmanager
-async def open_cli_store(url: str, *, create: bool = False) -> AsyncIterator[LogStore]:
-    """Open the store at ``url``; unless ``create``, a SQLite file must already exist (a read
-    command never leaves an empty database behind a mistyped path).
+async def open_cli_store(
+    url: str, *, create: bool = False, types: EventTypes | None = None
+) -> AsyncIterator[LogStore]:
+    """Open the store at ``url`` reading with ``types`` (default: :func:`load_types`); unless
+    ``create``, a SQLite file must already exist (a read command never leaves an empty
+    database behind a mistyped path).
 
     :raises CliError: the file does not exist.
     """
     path = sqlite_path(url)
     if path is not None and not create and not path.exists():
         raise CliError(f"no database at {str(path)!r} (store URL {url!r})")
-    async with open_store(url) as store:
+    async with open_store(url, types=load_types() if types is None else types) as store:
         yield store
 
 

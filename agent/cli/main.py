@@ -17,6 +17,7 @@ from .commands import COMMANDS
 from .context import Context, resolve_url
 from .errors import EXIT_USAGE, CliError, exit_code_for, one_line
 from .output import Output
+from .registry import load_types
 
 __all__ = ("build_parser", "main")
 
@@ -53,6 +54,15 @@ def _common() -> _Parser:
         metavar="URL",
         default=argparse.SUPPRESS,
         help="store URL (sqlite:///path.db, postgresql://…, memory:) or a SQLite file path",
+    )
+    common.add_argument(
+        "--types",
+        action="append",
+        dest="type_registries",
+        metavar="MODULE:ATTR",
+        default=argparse.SUPPRESS,
+        help="also read an app's event types: an EventTypes, or a function returning one or "
+        "registering into one (repeatable; the integrations' types are always read)",
     )
     common.add_argument(
         "--json",
@@ -94,7 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_mode = getattr(args, "json", False)
     out = Output(json_mode=json_mode)
     try:
-        ctx = Context(url=resolve_url(getattr(args, "db", None)), out=out)
+        types = load_types(getattr(args, "type_registries", ()))
+        ctx = Context(url=resolve_url(getattr(args, "db", None)), out=out, types=types)
         code: int = anyio.run(args.run, args, ctx, backend="asyncio")
     except KeyboardInterrupt:
         return 0  # `follow` ends this way; anything interrupted has nothing more to say

@@ -48,10 +48,16 @@ from ._runs import (
 )
 from ._sessions import describe_session as describe_session
 from ._sessions import fault_json as fault_json
+from ._sessions import unknown_json as unknown_json
+from ._unknown import UnknownType as UnknownType
+from ._unknown import unknown_type as unknown_type
 
 __all__ = (
     "describe_session",
     "fault_json",
+    "unknown_json",
+    "UnknownType",
+    "unknown_type",
     "Loaded",
     "RunSpan",
     "SpanKind",

@@ -34,7 +34,9 @@ Fate = Literal["completed", "error", "not started", "outcome unknown", "recovere
 #: it is the honest answer repair gave (shown in its colour; the crash itself is the finding).
 FAILED_FATES: frozenset[str] = frozenset({"error"})
 
-SessionState = Literal["balanced", "open turn", "running", "needs repair", "corrupt"]
+SessionState = Literal[
+    "balanced", "open turn", "running", "needs repair", "corrupt", "unknown type"
+]
 
 #: Result error codes that say the tool body never ran (recovery, or the agent on cancel).
 _NOT_STARTED_CODES = frozenset({TOOL_NOT_STARTED, "ABORTED_BEFORE_DISPATCH"})
@@ -122,14 +124,20 @@ def failed_attempts(session: Session) -> list[dict[str, Any]]:
     ]
 
 
-def session_state(session: Session, fault: EventLogError | None, *, running: bool) -> SessionState:
-    """``corrupt`` (the log fails verification), ``running`` (a live writer holds the lease:
+def session_state(
+    session: Session, fault: EventLogError | None, *, running: bool, unknown: object = None
+) -> SessionState:
+    """``corrupt`` (the log fails verification), ``unknown type`` (``unknown`` names an event
+    of a type the reader's registry does not know: not damage, but nothing past it can be
+    classed), ``running`` (a live writer holds the lease:
     whatever is open is in progress), ``needs repair`` (calls of the open step await an answer
     and nobody is writing), ``open turn`` (a turn is open but no answer is owed: a crash between
     steps) or ``balanced``. Calls left unanswered in a closed step are not something repair can
     fix; ``audit`` reports them."""
     if fault is not None:
         return "corrupt"
+    if unknown is not None:
+        return "unknown type"
     if running:
         return "running"
     line = timeline(session)

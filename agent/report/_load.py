@@ -8,6 +8,8 @@ from eventlog import EventLogError, Session
 from eventlog.ids import validate_session_id
 from eventlog.stores import LogStore, SessionRecord
 
+from ._unknown import UnknownType, unknown_type
+
 __all__ = ("Loaded", "load_session")
 
 
@@ -17,11 +19,15 @@ class Loaded:
 
     :ivar session: read-only; holds the events before ``fault`` when there is one.
     :ivar fault: the first integrity error in the stored log, naming its seq, or ``None``.
+    :ivar unknown: the first event of a type the store's registry does not know, when the
+        hash chain verifies over the whole log (not a fault: ``session`` holds the events
+        before it), or ``None``.
     """
 
     session: Session
     record: SessionRecord
     fault: EventLogError | None
+    unknown: UnknownType | None = None
 
     @property
     def stored_events(self) -> int:
@@ -37,8 +43,8 @@ async def load_session(store: LogStore, session_id: str, *, salvage: bool = True
     """
     record = await store.backend.get_session(validate_session_id(session_id))
     session = await store.open(session_id, salvage=True)
-    fault = session.salvage_fault
+    unknown, fault = await unknown_type(store, session.id, session.salvage_fault)
     if fault is not None and not salvage:
         await session.aclose()
         raise fault
-    return Loaded(session, record, fault)
+    return Loaded(session, record, fault, unknown)

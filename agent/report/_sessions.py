@@ -10,8 +10,17 @@ from projections import timeline
 
 from ._fates import session_state
 from ._load import load_session
+from ._unknown import UnknownType
 
-__all__ = ("describe_session", "fault_json")
+__all__ = ("describe_session", "fault_json", "unknown_json")
+
+
+def unknown_json(unknown: UnknownType | None) -> dict[str, Any] | None:
+    """An event of an unknown type as JSON, shaped like :func:`fault_json`'s findings."""
+    if unknown is None:
+        return None
+    message = f"{unknown} ({unknown.hint})"
+    return {"error": "UnknownType", "seq": unknown.seq, "type": unknown.type, "message": message}
 
 
 def fault_json(fault: EventLogError | None) -> dict[str, Any] | None:
@@ -46,6 +55,8 @@ async def describe_session(store: LogStore, info: SessionInfo) -> dict[str, Any]
     line = timeline(loaded.session)
     row["turns"] = line.next_turn - 1
     running = await writer_alive(store, info.id)
-    row["state"] = session_state(loaded.session, loaded.fault, running=running)
-    row["error"] = fault_json(loaded.fault)
+    row["state"] = session_state(
+        loaded.session, loaded.fault, running=running, unknown=loaded.unknown
+    )
+    row["error"] = fault_json(loaded.fault) or unknown_json(loaded.unknown)
     return row

@@ -84,7 +84,7 @@ async def sessions_view(
         "rows": rows,
         "state": state or "",
         "meta": meta or "",
-        "states": ("balanced", "open turn", "running", "needs repair", "corrupt"),
+        "states": ("balanced", "open turn", "running", "needs repair", "corrupt", "unknown type"),
         "next_after": None if scanned_all else cursor,
     }
 
@@ -197,7 +197,7 @@ async def session_view(
         "count": len(session.events()),
         "stored": loaded.stored_events,
         "head": session.head,
-        "state": session_state(session, loaded.fault, running=running),
+        "state": session_state(session, loaded.fault, running=running, unknown=loaded.unknown),
         "running": running,
         "bars": _layout([s for s in spans if s.turn in shown], len(session.events())),
         "window": window,

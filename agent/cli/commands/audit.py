@@ -13,7 +13,7 @@ from eventlog.stores import writer_alive
 from projections import Timeline, timeline
 from recovery import Diagnosis, scan
 
-from ...report import FAILED_FATES, call_row, failed_attempts, session_state
+from ...report import FAILED_FATES, call_row, failed_attempts, session_state, unknown_json
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..render import fault_json
@@ -47,7 +47,7 @@ def _findings(diagnosis: Diagnosis) -> list[dict[str, Any]]:
 
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         loaded = await load_session(store, args.session_id, salvage=args.salvage)
         running = await writer_alive(store, loaded.session.id)
     session = loaded.session
@@ -55,32 +55,37 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     calls = [call_row(session, call) for call in line.calls()]
     attempts = failed_attempts(session)
     findings = _findings(scan(session))
-    state = session_state(session, loaded.fault, running=running)
+    state = session_state(session, loaded.fault, running=running, unknown=loaded.unknown)
     intact = loaded.fault is None and not findings
     failed = [c for c in calls if c["outcome"] in FAILED_FATES]
     # Exit 1 when anything failed or needs repair; a running session owes nothing yet.
     ok = intact and not failed and not attempts and state != "needs repair"
     if ctx.out.json_mode:
-        ctx.out.json(
-            {
-                "session": session.id,
-                "events": loaded.stored_events,
-                "state": state,
-                "open_turn": line.turn.number if line.turn else None,
-                "open_step": line.step.number if line.step else None,
-                "calls": calls,
-                "failed_attempts": attempts,
-                "integrity": {
-                    "ok": intact,
-                    "fault": fault_json(loaded.fault),
-                    "findings": findings,
-                },
-            }
-        )
+        document: dict[str, Any] = {
+            "session": session.id,
+            "events": loaded.stored_events,
+            "state": state,
+            "open_turn": line.turn.number if line.turn else None,
+            "open_step": line.step.number if line.step else None,
+            "calls": calls,
+            "failed_attempts": attempts,
+            "integrity": {
+                "ok": intact,
+                "fault": fault_json(loaded.fault),
+                "findings": findings,
+            },
+        }
+        if loaded.unknown is not None:  # only then: the document's shape is otherwise as it was
+            document["unknown"] = unknown_json(loaded.unknown)
+        ctx.out.json(document)
     else:
         _print(ctx, session, line, calls, attempts, state)
         if loaded.fault is not None:
             ctx.out.line(f"integrity: FAILED: {loaded.fault}")
+        if loaded.unknown is not None:
+            ctx.out.line(
+                f"note: {loaded.unknown}: calls past it are not shown ({loaded.unknown.hint})"
+            )
         for finding in findings:
             ctx.out.line(f"integrity: finding: session {session.id!r}, {finding['message']}")
         if intact:

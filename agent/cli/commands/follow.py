@@ -31,7 +31,7 @@ def _configure_follow(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run_follow(args: argparse.Namespace, ctx: Context) -> int:
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         seen = 0
         after = -1 if args.after is None else args.after
         events = store.follow(args.session_id, after=after)
@@ -74,7 +74,7 @@ def _configure_fork(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run_fork(args: argparse.Namespace, ctx: Context) -> int:
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         child = await store.fork(args.session_id, args.at, child_id=args.child_id)
         head = child.head
         await child.aclose()

@@ -29,6 +29,7 @@ _STATE_STYLE = {
     "running": "blue",
     "needs repair": "red",
     "corrupt": "bold red",
+    "unknown type": "magenta",
 }
 _SESSION_COLUMNS = (
     Column("id", priority=10, min_width=10),
@@ -48,7 +49,7 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         infos = await store.list(after=args.after, limit=args.limit)
         rows = [await describe_session(store, info) for info in infos]
     after = infos[-1].id if len(infos) == args.limit else None
@@ -130,7 +131,7 @@ class _Turns:
 async def _run_show(args: argparse.Namespace, ctx: Context) -> int:
     limit = None if args.all else args.limit
     shown, more, fault = 0, None, None
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         record = await stored_record(store, args.session_id)
         printer = _JsonPrinter(ctx, record.id) if ctx.out.json_mode else _TextPrinter(ctx)
         turns = _Turns()

@@ -28,7 +28,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         if not args.apply:
             loaded = await load_session(store, args.session_id, salvage=args.salvage)
             running = await writer_alive(store, loaded.session.id)

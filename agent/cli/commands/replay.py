@@ -40,7 +40,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 async def _run(args: argparse.Namespace, ctx: Context) -> int:
     fmt = args.format or ("json" if ctx.out.json_mode else "text")
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         loaded = await load_session(store, args.session_id, salvage=args.salvage)
         session = loaded.session
         history = messages(session, at=args.at)

@@ -49,7 +49,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         sock.close()
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     port = sock.getsockname()[1]
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         config = uvicorn.Config(web.create_app(store), log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
         where = f"[{args.host}]" if family == socket.AF_INET6 else args.host

@@ -66,7 +66,7 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
         return await _export_html(args, ctx)
     if args.format == "otlp":
         return await _export_otlp(args, ctx)
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         record = await stored_record(store, args.session_id)
         with _target(args.output, ctx) as out:
             out.write(session_line(record) + b"\n")
@@ -100,7 +100,7 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
 
 async def _export_html(args: argparse.Namespace, ctx: Context) -> int:
     web = optional("agent.web", "web", "--format html")
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         exported = await web.export_html(store, args.session_id)
     with _target(args.output, ctx) as out:
         out.write(exported.html.encode())
@@ -112,7 +112,7 @@ async def _export_html(args: argparse.Namespace, ctx: Context) -> int:
 
 async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
     otel = optional("agent.otel", "otel", "--format otlp")
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         loaded = await load_session(store, args.session_id)
     sent = await anyio.to_thread.run_sync(
         lambda: otel.export_otlp(loaded.session, args.endpoint, include_content=args.content)
@@ -202,7 +202,7 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         only = sessions[0]
         record = msgspec.structs.replace(only.record, id=validate_session_id(args.as_id))
         sessions = [dataclasses.replace(only, record=record)]
-    async with open_cli_store(ctx.url, create=True) as store:
+    async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
         # Check everything before writing anything: nothing is half-imported.
         for exported in sessions:
             _check(store, exported)
@@ -263,7 +263,7 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
     reports: list[ImportReport] = []
     if args.as_id is not None and len(args.files) != 1:
         raise CliError(f"--as names one session; {len(args.files)} files were given")
-    async with open_cli_store(ctx.url, create=True) as store:
+    async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
         for name in args.files:  # one at a time: each file is imported whole or not at all
             wanted = args.as_id or await _free_dsh_id(store, name)
             reports.append(await import_dsh(store, name, session_id=wanted))

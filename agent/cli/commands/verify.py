@@ -10,6 +10,7 @@ from typing import Any
 from eventlog import EventLogError, SessionInfo
 from eventlog.stores import LogStore
 
+from ...report import unknown_json
 from ..context import Context, load_session, open_cli_store, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
 from ..render import fault_json
@@ -29,7 +30,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     if (args.session_id is None) == (not args.all):
         raise CliError("verify needs a session ID or --all (not both)")
     results: list[dict[str, Any]] = []
-    async with open_cli_store(ctx.url) as store:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
         infos = [info async for info in _targets(store, args.session_id)]
         total = sum(max(0, info.head + 1) for info in infos)
         with ctx.out.progress(total, "verifying") as bar:
@@ -74,6 +75,8 @@ async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
         result["fault"] = fault_json(exc)
         return result
     result["events"] = loaded.stored_events
+    if loaded.unknown is not None:
+        result["unknown"] = unknown_json(loaded.unknown)
     fault = loaded.fault
     if fault is None:
         try:  # the attachments the events reference: present, and still their digests' bytes
@@ -88,6 +91,8 @@ async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
 def _print(ctx: Context, result: dict[str, Any]) -> None:
     if result["ok"]:
         ctx.out.line(f"ok    {result['id']}  {result['events']} events, hash chain intact")
+        if result.get("unknown"):
+            ctx.out.line(f"      {result['id']}  {result['unknown']['message']}")
     else:
         ctx.out.line(f"FAIL  {result['id']}  {result['fault']['message']}")
 
