@@ -3,7 +3,7 @@
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
 ``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver),
 ``audit`` (show and serve on long sessions), ``models`` (provider adapters over a loopback
-server).
+server), ``openai_agents`` (EventlogSession against the SDK's SQLiteSession).
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
 """
@@ -27,6 +27,7 @@ SUITES = {
     "langgraph": "benchmarks.langgraph_bench",
     "audit": "benchmarks.audit_bench",
     "models": "benchmarks.models_bench",
+    "openai_agents": "benchmarks.openai_agents_bench",
 }
 DEFAULT = (
     "core",
@@ -37,6 +38,7 @@ DEFAULT = (
     "content",
     "langgraph",
     "models",
+    "openai_agents",
 )
 
 

@@ -4,6 +4,8 @@ same ``get_items`` results, and the items live on as core events that the rest o
 
 from __future__ import annotations
 
+import re
+import textwrap
 import uuid
 from pathlib import Path
 from typing import Any
@@ -161,3 +163,50 @@ async def test_a_runner_turn_is_core_events_and_the_same_items(tmp_path: Path) -
             ]
         reference.close()
         await client.close()
+
+
+def _readme_block() -> str:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    match = re.search(r"<!-- openai-agents:.*?-->\s*```python\n(.*?)```", text, re.S)
+    assert match, "README has no OpenAI Agents SDK block"
+    return match.group(1)
+
+
+async def test_the_readme_block_switches_a_runner_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code = _readme_block()
+    assert len([line for line in code.splitlines() if line.strip()]) == 4
+    sent: list[str] = []
+
+    @function_tool
+    def send_email(to: str) -> str:
+        """Send the report to someone."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    # The block as written, inside a coroutine, with an agent of its own on the loopback server.
+    replies = [
+        completion(calls=[("call_1", "send_email", {"to": "bob"})]),
+        completion(text="Sent."),
+    ]
+    with LLMServer(*replies) as server:
+        client = client_for(server.url)
+        source = "async def block():\n" + textwrap.indent(code, "    ") + "    return result\n"
+        namespace: dict[str, Any] = {
+            "open_store": open_store,
+            "Runner": Runner,
+            "agent": make_agent(client, [send_email]),
+        }
+        exec(compile(source, "README.md", "exec"), namespace)
+        monkeypatch.chdir(tmp_path)  # the block's relative sessions.db
+        result = await namespace["block"]()
+        await client.close()
+    assert result.final_output == "Sent." and sent == ["bob"]
+    # The session is on record: a balanced turn with the call logged before its result.
+    async with open_store("sqlite:///sessions.db", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "conversation-1")
+        assert "tool/call" in [e.type for e in session.log.events()]
+        assert not scan(session.log).needs_repair
+        assert (await session.get_items())[-1]["content"][0]["text"] == "Sent."
+        await session.log.aclose()

@@ -257,9 +257,12 @@ def _interrupted(log: Session) -> bool:
     (only the hooks write one), or was proposed by a reply the hooks logged and the SDK never
     added (no ``openai_agents/items`` spells it). A call an app added without its output is
     the app's own history, not a crash: it is left as it is."""
+    dangling = scan(log).dangling
+    if not dangling:
+        return False
     events = log.events()
     spelled = {e.data.of for e in events if e.type == ITEMS}
-    for call in scan(log).dangling:
+    for call in dangling:
         state = call.call
         if state.call is not None:
             return True
