@@ -115,9 +115,9 @@ def main(*, quick: bool = False) -> None:
             print_figure(Figure(f"T={turns}, {name}: reload", load, "ms"))
         pairs = list(zip(results["EventlogSession"], results["SQLiteSession"], strict=True))
         speed = statistics.median(b[0] / a[0] for a, b in pairs)
-        load = statistics.median(a[1] / b[1] for a, b in pairs)
+        slower = statistics.median(a[1] / b[1] for a, b in pairs)
         print(
             f"T={turns}: EventlogSession / SQLiteSession: add_items throughput {speed:.2f}x, "
-            f"reload time {load:.2f}x",
+            f"reload time {slower:.2f}x",
             flush=True,
         )
