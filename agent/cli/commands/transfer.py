@@ -15,7 +15,7 @@ import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
 from eventlog._attachments import row_digests
-from eventlog.codec import GENESIS_HASH, verify_rows
+from eventlog.codec import GENESIS_HASH, rechain, verify_rows
 from eventlog.ids import validate_session_id
 from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
@@ -196,16 +196,21 @@ def _remove_database(path: Path) -> None:
 
 async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
     sessions = [s for name in args.files for s in _read_export(name)]
-    if args.as_id is not None:
-        if len(sessions) != 1:
-            raise CliError(f"--as names one session; the files hold {len(sessions)}")
-        only = sessions[0]
-        record = msgspec.structs.replace(only.record, id=validate_session_id(args.as_id))
-        sessions = [dataclasses.replace(only, record=record)]
+    as_id = None if args.as_id is None else validate_session_id(args.as_id)
+    if as_id is not None and len(sessions) != 1:
+        raise CliError(f"--as names one session; the files hold {len(sessions)}")
     async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
-        # Check everything before writing anything: nothing is half-imported.
+        # Check everything before writing anything: nothing is half-imported. An export is
+        # verified under the id its chain binds; --as then chains it anew under the new id
+        # (format 2 binds each event to its session), as a fork does.
         for exported in sessions:
             _check(store, exported)
+        if as_id is not None:
+            only = sessions[0]
+            record = msgspec.structs.replace(only.record, id=as_id)
+            rows = rechain(list(only.rows), as_id)
+            sessions = [dataclasses.replace(only, record=record, rows=rows)]
+        for exported in sessions:
             await _must_be_new(store, exported.record.id)
         for exported in sessions:
             for data in exported.attachments.values():
