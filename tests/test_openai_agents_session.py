@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from agent.integrations.openai_agents import EventlogSession, openai_agents_types
 from eventlog import open_store
 from projections import messages
-from recovery import scan
+from recovery import not_started_text, scan
 from tests.llm_server import LLMServer
 from tests.openai_agents_children.support import client_for, completion, make_agent
 
@@ -210,3 +210,41 @@ async def test_the_readme_block_switches_a_runner_over(
         assert not scan(session.log).needs_repair
         assert (await session.get_items())[-1]["content"][0]["text"] == "Sent."
         await session.log.aclose()
+
+
+async def test_a_reply_logged_by_the_hooks_and_never_added_is_answered_not_started(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    call = {"type": "function_call", "call_id": "c9", "name": "deploy", "arguments": "{}"}
+    async with open_store(url, types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        await session.add_items([{"role": "user", "content": "deploy it"}])
+        # The hooks log the model's reply; the process stops before any tool starts.
+        assert session.log_model_output([call]) is not None
+        await session.log.flush()
+        await session.log.aclose()
+    async with open_store(url, types=openai_agents_types()) as store:
+        # Reopened: the call is answered, saying it never ran; the turn is closed.
+        again = await EventlogSession.open(store, "s")
+        items = await again.get_items()
+        assert items[-1] == {
+            "type": "function_call_output",
+            "call_id": "c9",
+            "output": not_started_text("deploy", "c9"),
+        }
+        assert [e.type for e in again.log.events()][-2:] == ["step/end", "turn/end"]
+        assert not scan(again.log).needs_repair
+        await again.log.aclose()
+
+
+async def test_a_call_an_app_added_without_output_is_left_as_it_is() -> None:
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+        await session.add_items([{"role": "user", "content": "hi"}, call])
+        await session.log.aclose()
+        # Not a crash: the app's own history, given back as it was added.
+        again = await EventlogSession.open(store, "s")
+        assert await again.get_items() == [{"role": "user", "content": "hi"}, call]
+        await again.log.aclose()
