@@ -10,14 +10,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from agents import Runner, SQLiteSession, function_tool
 from agents.memory import SessionSettings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.integrations.openai_agents import EventlogSession, openai_agents_types
-from eventlog import open_store
+from agent.integrations.openai_agents import (
+    EventlogSession,
+    openai_agents_types,
+    register_openai_agents_types,
+)
+from eventlog import EventTypes, ValidationError, open_store
 from projections import messages
 from recovery import not_started_text, scan
 from tests.llm_server import LLMServer
@@ -248,3 +253,17 @@ async def test_a_call_an_app_added_without_output_is_left_as_it_is() -> None:
         again = await EventlogSession.open(store, "s")
         assert await again.get_items() == [{"role": "user", "content": "hi"}, call]
         await again.log.aclose()
+
+
+def test_the_types_refuse_a_name_taken_by_another_payload() -> None:
+    # Registering twice is harmless; a clash with an app's own payload is named.
+    types = register_openai_agents_types(openai_agents_types())
+    assert types.get("openai_agents/items") is not None
+    clashing = EventTypes()
+    clashing.register("openai_agents/pop", Note)
+    with pytest.raises(ValidationError, match="registered with Note, not the OpenAI Agents"):
+        register_openai_agents_types(clashing)
+
+
+class Note(msgspec.Struct, frozen=True, kw_only=True):
+    text: str

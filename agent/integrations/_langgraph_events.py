@@ -19,6 +19,8 @@ import msgspec
 
 from eventlog import Event, EventTypes, ValidationError
 
+from ._types import register_ignorable
+
 __all__ = (
     "CHECKPOINT",
     "WRITES",
@@ -113,16 +115,8 @@ def register_langgraph_types(types: EventTypes) -> EventTypes:
 
     :raises ValidationError: one of the names is registered with another payload.
     """
-    for name, payload in ((CHECKPOINT, Checkpointed), (WRITES, WritesPut)):
-        info = types.get(name)
-        if info is None:
-            types.register(name, payload, ignorable=True)
-        elif info.payload is not payload:
-            raise ValidationError(
-                f"event type {name!r} is registered with {info.payload.__name__}, "
-                f"not the LangGraph saver's {payload.__name__}"
-            )
-    return types
+    pairs = ((CHECKPOINT, Checkpointed), (WRITES, WritesPut))
+    return register_ignorable(types, pairs, "LangGraph saver")
 
 
 def langgraph_types() -> EventTypes:

@@ -17,8 +17,10 @@ from typing import Any
 
 import msgspec
 
-from eventlog import Event, EventTypes, ValidationError
+from eventlog import Event, EventTypes
 from projections import to_openai_responses
+
+from ._types import register_ignorable
 
 __all__ = (
     "CLEAR",
@@ -68,16 +70,8 @@ def register_openai_agents_types(types: EventTypes) -> EventTypes:
 
     :raises ValidationError: one of the names is registered with another payload.
     """
-    for name, payload in ((ITEMS, Items), (POP, Popped), (CLEAR, Cleared)):
-        info = types.get(name)
-        if info is None:
-            types.register(name, payload, ignorable=True)
-        elif info.payload is not payload:
-            raise ValidationError(
-                f"event type {name!r} is registered with {info.payload.__name__}, "
-                f"not the OpenAI Agents session's {payload.__name__}"
-            )
-    return types
+    pairs = ((ITEMS, Items), (POP, Popped), (CLEAR, Cleared))
+    return register_ignorable(types, pairs, "OpenAI Agents session")
 
 
 def openai_agents_types() -> EventTypes:
