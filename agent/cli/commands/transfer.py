@@ -15,7 +15,7 @@ import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
 from eventlog._attachments import row_digests
-from eventlog.codec import GENESIS_HASH, verify_rows
+from eventlog.codec import GENESIS_HASH, rechain, verify_rows
 from eventlog.ids import validate_session_id
 from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
@@ -169,8 +169,8 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
         "--as",
         dest="as_id",
         metavar="ID",
-        help="import the one session under this id (the chain does not name its session); "
-        "without it, dsh logs keep the harness's session id when it is free",
+        help="import the one session under this id (verified under its own, then chained anew "
+        "under this one); without it, dsh logs keep the harness's session id when it is free",
     )
 
 
@@ -196,16 +196,16 @@ def _remove_database(path: Path) -> None:
 
 async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
     sessions = [s for name in args.files for s in _read_export(name)]
-    if args.as_id is not None:
-        if len(sessions) != 1:
-            raise CliError(f"--as names one session; the files hold {len(sessions)}")
-        only = sessions[0]
-        record = msgspec.structs.replace(only.record, id=validate_session_id(args.as_id))
-        sessions = [dataclasses.replace(only, record=record)]
+    new_id = None if args.as_id is None else validate_session_id(args.as_id)
+    if new_id is not None and len(sessions) != 1:
+        raise CliError(f"--as names one session; the files hold {len(sessions)}")
     async with open_cli_store(ctx.url, create=True) as store:
         # Check everything before writing anything: nothing is half-imported.
         for exported in sessions:
             _check(store, exported)
+        if new_id is not None:
+            sessions = [_renamed(sessions[0], new_id)]
+        for exported in sessions:
             await _must_be_new(store, exported.record.id)
         for exported in sessions:
             for data in exported.attachments.values():
@@ -218,6 +218,13 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         for item in imported:
             ctx.out.line(f"imported session {item['id']}: {item['events']} events")
     return EXIT_OK
+
+
+def _renamed(exported: ExportedSession, new_id: str) -> ExportedSession:
+    """``exported`` (verified under its own id) under ``new_id``: the chain binds the session
+    id, so its events are chained anew (format 2), as a fork's are."""
+    record = msgspec.structs.replace(exported.record, id=new_id)
+    return dataclasses.replace(exported, record=record, rows=rechain(exported.rows, new_id))
 
 
 def _read_export(name: str) -> list[ExportedSession]:
