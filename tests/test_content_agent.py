@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -19,15 +20,17 @@ from typing import Any
 import anyio
 import pytest
 
-from agent import Agent, tool
+from agent import Agent, Response, ScriptedModel, tool
 from agent.models import AnthropicMessages, OpenAIChat
 from eventlog import (
     AttachmentNotFoundError,
+    CorruptLogError,
     ImagePart,
     Message,
     MessageSource,
     ReasoningPart,
     RedactedReasoningPart,
+    Session,
     Store,
     TextPart,
     ToolCallPart,
@@ -179,7 +182,57 @@ async def test_a_missing_attachment_names_the_digest_and_the_event(
     check_invariants(session)
 
 
+async def test_an_image_is_read_once_while_the_history_references_it(
+    server: LLMServer, store: Store, tmp_path: Path
+) -> None:
+    session = await store.create(session_id="s")
+    digest = await store.put_attachment(PNG)
+
+    @tool
+    def tamper() -> str:
+        """Alter the stored image behind the store's back (a side door into the file)."""
+        with sqlite3.connect(tmp_path / "content.db") as side:
+            side.execute("UPDATE attachments SET data = ? WHERE digest = ?", (b"evil", digest))
+        return "done"
+
+    server.script(
+        Reply(events=openai_events(calls=[("call_1", "tamper", "{}")])),
+        Reply(events=openai_events(text="Still the same picture.")),
+    )
+    # Step 1 reads the image; its tool alters the stored bytes; step 2 sends it again.
+    async with openai_for(server) as model:
+        agent = Agent(session, model, [tamper], store=store)
+        assert await run_turn(agent, image_message(digest)) == "completed"
+    image_part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}}
+    # Both requests carry the bytes read the first time: the second did not read the store.
+    assert [body["messages"][0]["content"][1] for body in server.bodies] == [image_part] * 2
+    # A new agent reads it afresh, and the alteration is caught, naming the event.
+    (user,) = events_of(session, "user/message")
+    async with openai_for(server) as model:
+        fresh = Agent(session, model, [tamper], store=store)
+        fresh.followup("Again?")
+        with pytest.raises(CorruptLogError) as caught:
+            await fresh.run_until_idle()
+    assert caught.value.seq == user.seq
+    assert str(caught.value).startswith(f"session 's', seq {user.seq}: attachment {digest} was")
+    assert len(server.received) == 2
+
+
 # -- tools that return images -------------------------------------------------------------------
+
+
+async def test_without_a_store_a_tool_image_stays_inline(session: Session) -> None:
+    # An agent given no store keeps the tool's bytes in the result event itself.
+    model = ScriptedModel([Response(tool_calls=[("chart", '{"name": "q1"}')]), Response(text="ok")])
+    agent = Agent(session, model, [chart])
+    assert await run_turn(agent, "Chart Q1.") == "completed"
+    (result,) = events_of(session, "tool/result")
+    assert result.data.message.tool_results[0].content == (
+        TextPart(text="chart q1:"),
+        ImagePart(media_type="image/png", data=CHART),
+    )
+    # The scripted model's second request holds the image as the tool returned it.
+    assert model.requests[1].messages[-1] == result.data.message
 
 
 async def test_a_tool_image_is_stored_and_reaches_anthropic_in_its_tool_result(
