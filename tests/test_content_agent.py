@@ -45,7 +45,6 @@ from tests.llm_server import (
     LLMServer,
     Reply,
     anthropic_events,
-    anthropic_sse,
     openai_chunk,
     openai_events,
     openai_sse,
@@ -324,59 +323,17 @@ async def test_a_tool_image_is_degraded_to_text_for_openai_chat_when_asked(
 
 
 def _thinking_reply() -> list[dict[str, Any]]:
-    """Two signed thinking blocks around a redacted one, then a tool_use (Anthropic's order)."""
-    usage = {
-        "input_tokens": 30,
-        "output_tokens": 1,
-        "cache_read_input_tokens": 4,
-        "cache_creation_input_tokens": 11,
-    }
-    message: dict[str, Any] = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = [
-        (
-            {"type": "thinking", "thinking": "", "signature": ""},
-            [
-                {"type": "thinking_delta", "thinking": "First, "},
-                {"type": "thinking_delta", "thinking": "the chart."},
-                {"type": "signature_delta", "signature": "sig-one"},
-            ],
-        ),
-        ({"type": "redacted_thinking", "data": "ReDaCtEd+/=="}, []),
-        (
-            {"type": "thinking", "thinking": "", "signature": ""},
-            [
-                {"type": "thinking_delta", "thinking": "Then draw it."},
-                {"type": "signature_delta", "signature": "sig-two"},
-            ],
-        ),
-        (
-            {"type": "tool_use", "id": "toolu_1", "name": "chart", "input": {}},
-            [{"type": "input_json_delta", "partial_json": '{"name": "q3"}'}],
-        ),
-    ]
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
-    for index, (start, deltas) in enumerate(blocks):
-        events.append({"type": "content_block_start", "index": index, "content_block": start})
-        events.extend({"type": "content_block_delta", "index": index, "delta": d} for d in deltas)
-        events.append({"type": "content_block_stop", "index": index})
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-            "usage": {"output_tokens": 40},
-        }
+    """Two signed thinking blocks around a redacted one, then a tool_use (Anthropic's order),
+    with cache reads and writes."""
+    return anthropic_events(
+        reasoning=[("First, the chart.", "sig-one"), "ReDaCtEd+/==", ("Then draw it.", "sig-two")],
+        calls=[("toolu_1", "chart", '{"name": "q3"}')],
+        input_tokens=30,
+        output_tokens=40,
+        cache_read=4,
+        cache_write=11,
+        size=7,
     )
-    events.append({"type": "message_stop"})
-    return anthropic_sse(events)
 
 
 async def test_redacted_and_signed_thinking_round_trip_exactly(
