@@ -373,6 +373,34 @@ async def test_redacted_and_signed_thinking_round_trip_exactly(
     ]
 
 
+async def test_a_signed_thinking_block_with_its_text_omitted_is_kept(
+    server: LLMServer, store: Store
+) -> None:
+    # A provider may omit the thinking text and send only the signature: it still must go back.
+    server.script(
+        Reply(
+            events=anthropic_events(
+                reasoning=[("", "sig-omitted")], calls=[("toolu_1", "chart", '{"name": "q4"}')]
+            )
+        ),
+        Reply(events=anthropic_events(text="Done.")),
+    )
+    session = await store.create(session_id="s")
+    async with anthropic_for(server) as model:
+        agent = Agent(session, model, [chart], store=store)
+        assert await run_turn(agent, "Chart Q4.") == "completed"
+    first = events_of(session, "assistant/message")[0]
+    assert first.data.message.content == (
+        ReasoningPart(text="", signature="sig-omitted"),
+        ToolCallPart(id="toolu_1", name="chart", arguments='{"name": "q4"}'),
+    )
+    assert server.bodies[1]["messages"][1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "",
+        "signature": "sig-omitted",
+    }
+
+
 async def test_openai_cache_writes_are_counted(server: LLMServer, store: Store) -> None:
     # An OpenAI-compatible proxy of a prompt-caching model reports writes in the prompt details.
     usage = {
