@@ -273,6 +273,41 @@ async def test_a_tool_image_is_stored_and_reaches_anthropic_in_its_tool_result(
     }
 
 
+async def test_a_tool_image_that_cannot_be_stored_becomes_an_error_result(
+    server: LLMServer, store: Store, tmp_path: Path
+) -> None:
+    # The SQLite file refuses every new attachment (a trigger added through a side door).
+    await store.put_attachment(PNG)
+    with sqlite3.connect(tmp_path / "content.db") as side:
+        side.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON attachments "
+            "BEGIN SELECT RAISE(ABORT, 'no room for attachments'); END"
+        )
+    server.script(
+        Reply(events=anthropic_events(calls=[("toolu_1", "chart", '{"name": "sales"}')])),
+        Reply(events=anthropic_events(text="The chart failed.")),
+    )
+    session = await store.create(session_id="s")
+    async with anthropic_for(server) as model:
+        agent = Agent(session, model, [chart], store=store)
+        assert await run_turn(agent, "Chart the sales.") == "completed"
+    # The result never references bytes that are not stored: it is an error saying why.
+    (result,) = events_of(session, "tool/result")
+    assert result.data.error is not None
+    assert (result.data.error.name, result.data.error.code) == (
+        "StoreWriteError",
+        "CHECKPOINT_FAILED",
+    )
+    part = result.data.message.tool_results[0]
+    assert part.is_error
+    assert isinstance(part.content, str)
+    assert part.content.startswith(
+        "the tool's result was dropped: its attachments could not be stored ("
+    )
+    assert "no room for attachments" in part.content
+    assert server.bodies[1]["messages"][-1]["content"][0]["content"] == part.content
+
+
 async def test_a_tool_image_is_refused_by_openai_chat(server: LLMServer, store: Store) -> None:
     # Chat Completions takes no image in a tool message: the request is refused before sending.
     server.script(Reply(events=openai_events(calls=[("call_1", "chart", '{"name": "sales"}')])))
