@@ -5,8 +5,8 @@ table is refused before anything is created; SQLite's ``table_prefix=`` (Postgre
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest

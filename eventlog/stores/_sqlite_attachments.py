@@ -1,8 +1,8 @@
 """The SQLite side of attachments: one table, content-addressed, shared by every session.
 
 ``{prefix}attachments(digest TEXT PRIMARY KEY, data BLOB NOT NULL)`` (the store's
-``table_prefix`` before the name, like every table of the store's). The table is created by the first
-put, inside its transaction, so a database written before attachments existed is opened
+``table_prefix`` before the name, like every table of the store's). The table is created by the
+first put, inside its transaction, so a database written before attachments existed is opened
 read-only as before and gains the table only when one is stored.
 """
 
