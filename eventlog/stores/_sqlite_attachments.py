@@ -23,7 +23,8 @@ def insert_attachment(connection: sqlite3.Connection, digest: str, data: bytes) 
     try:
         connection.execute(_CREATE)
         connection.execute(
-            "INSERT INTO {p}attachments (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+            "INSERT INTO {p}attachments (digest, data) VALUES (?, ?)"
+            " ON CONFLICT (digest) DO NOTHING",
             (digest, data),
         )
         connection.execute("COMMIT")
