@@ -2,9 +2,10 @@
 
 A turn: ``turn/start``, then steps until the model stops asking for tools. A step: claim the
 inbox (``agent/inbox/spliced``), ``step/start``, the claimed ``user/message`` s, the request
-(``request/header`` when it changed), a flush (so the request is never sent for input that is
-not durable), the model stream, the settled ``assistant/message`` (or a log-only
-``assistant/attempt``), the tools, ``step/end`` and a flush.
+(``request/header`` when it changed; it carries the bytes of the attachments it references), a
+flush (so the request is never sent for input that is not durable), the model stream, the
+settled ``assistant/message`` (or a log-only ``assistant/attempt``), the tools, ``step/end``
+and a flush.
 
 Turns end ``completed``, ``aborted`` (cancel), ``blocked`` (``max_steps`` reached), ``error``
 (the model kept failing, or the loop failed) or ``max-tokens`` (sticky for the turn). A
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import anyio
@@ -45,6 +46,7 @@ from eventlog.vocabulary import TurnEndReason
 from projections import cancel_all, claim, inbox, timeline
 from recovery import RepairReport, repair
 
+from ._attachments import AttachmentCache
 from .assembly import Assembler
 from .compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from .errors import AgentBusyError, OpenTurnError
@@ -100,6 +102,11 @@ class Agent:
         the ``retry_after`` a :class:`ModelError` carries.
     :param max_steps: steps per turn before the turn ends ``blocked``.
     :param compaction: automatic compaction before each request, if given.
+    :param store: the store ``session`` belongs to (:meth:`resume` passes its own). With it,
+        each request carries the bytes of the attachments its messages reference (read once,
+        kept while still referenced), and the images and files a tool returns inline are
+        stored as attachments before its result is committed. Without it, requests carry no
+        attachment bytes and tool results keep theirs inline.
     :raises ValueError: an option is out of range, or two tools share a name.
     """
 
@@ -117,6 +124,7 @@ class Agent:
         retry_backoff: float = 0.05,
         max_steps: int = 64,
         compaction: AutoCompaction | None = None,
+        store: Store | None = None,
     ) -> None:
         if type(max_parallel) is not int or max_parallel < 1:
             raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
@@ -136,6 +144,7 @@ class Agent:
         #: What :meth:`resume` repaired, if this agent was resumed.
         self.repair_report: RepairReport | None = None
         self._headers = HeaderTracker(session)
+        self._attachments = AttachmentCache(session, store)
         self._live: list[Callable[[Chunk], None]] = []
         self._running = False
         self._interrupter: Interrupter | None = None
@@ -175,6 +184,7 @@ class Agent:
         for name, value in kept.items():
             if value is not None:
                 options.setdefault(name, value)
+        options.setdefault("store", store)
         agent = cls(session, model, tools, **options)
         agent.repair_report = report
         return agent
@@ -401,6 +411,9 @@ class Agent:
         request = self._headers.request(
             self.system, self.toolbox.specs(), self.model_name, self.params
         )
+        attachments = await self._attachments.for_request(request.messages)
+        if attachments:
+            request = replace(request, attachments=attachments)
         failures = 0
         while True:
             if self._cancelled:
@@ -464,6 +477,7 @@ class Agent:
             step=step,
             cancel=self._interrupter.event,
             max_parallel=self.max_parallel,
+            attachments=self._attachments,
         )
         report = await executor.run(reply.tool_calls, assistant_seq=event.seq)
         if report.aborted or self._cancelled:

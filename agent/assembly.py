@@ -1,6 +1,9 @@
 """Stream assembly: chunks in, one settled assistant reply out.
 
-The assembler keeps blocks in stream order: text and reasoning runs, and tool calls by index.
+The assembler keeps blocks in stream order: text and reasoning runs, redacted reasoning, and
+tool calls by index. A signature closes its reasoning run: consecutive thinking blocks stay
+separate parts, each with its own signature, so each can be sent back as it came. Redacted
+reasoning is a part of its own (:class:`~eventlog.RedactedReasoningPart`), kept verbatim.
 How a reply settles depends on how the stream ended:
 
 - a normal finish (``stop`` or ``tool-calls``) keeps every block; its tool calls may run;
@@ -14,7 +17,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eventlog import Message, MessageSource, Part, ReasoningPart, TextPart, ToolCallPart, Usage
+from eventlog import (
+    Message,
+    MessageSource,
+    Part,
+    ReasoningPart,
+    RedactedReasoningPart,
+    TextPart,
+    ToolCallPart,
+    Usage,
+)
 
 from .model import Chunk, Finish, ReasoningDelta, TextDelta, ToolCallDelta
 
@@ -34,7 +46,20 @@ class _Run:
         return ReasoningPart(text=text, signature=self.signature)
 
     def visible(self) -> bool:
-        return any(piece.strip() for piece in self.pieces)
+        # A signed block is kept even when its text is blank (a provider may omit the
+        # thinking text): the provider needs it back to continue the turn.
+        return self.signature is not None or any(piece.strip() for piece in self.pieces)
+
+
+@dataclass
+class _Redacted:
+    data: str
+
+    def part(self) -> Part:
+        return RedactedReasoningPart(data=self.data)
+
+    def visible(self) -> bool:
+        return True
 
 
 @dataclass
@@ -74,7 +99,7 @@ class Assembler:
 
     def __init__(self, message_id: str) -> None:
         self.message_id = message_id
-        self._blocks: list[_Run | _Call] = []
+        self._blocks: list[_Run | _Redacted | _Call] = []
         self._calls: dict[int, _Call] = {}
         self.finish: Finish | None = None
 
@@ -91,10 +116,11 @@ class Assembler:
 
     def _run(self, chunk: TextDelta | ReasoningDelta) -> None:
         if isinstance(chunk, ReasoningDelta) and chunk.redacted is not None:
-            return  # no message part holds redacted reasoning yet: shown live, not kept
+            self._blocks.append(_Redacted(chunk.redacted))
+            return
         kind = "text" if isinstance(chunk, TextDelta) else "reasoning"
         last = self._blocks[-1] if self._blocks else None
-        if not isinstance(last, _Run) or last.kind != kind:
+        if not isinstance(last, _Run) or last.kind != kind or last.signature is not None:
             last = _Run(kind)
             self._blocks.append(last)
         last.pieces.append(chunk.text)

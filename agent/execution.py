@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup
 
 from eventlog import (
@@ -30,6 +31,7 @@ from eventlog import (
     Event,
     EventLogError,
     Message,
+    ResultPart,
     Session,
     ToolCall,
     ToolCallPart,
@@ -38,7 +40,8 @@ from eventlog import (
     ToolResult,
 )
 
-from .tools import Tool, Toolbox, ToolContext, ToolOutput
+from ._attachments import AttachmentCache
+from .tools import Tool, Toolbox, ToolContext, ToolOutput, as_output
 
 __all__ = (
     "ABORTED_BEFORE_DISPATCH",
@@ -53,6 +56,7 @@ __all__ = (
 )
 
 logger = logging.getLogger("agent.execution")
+_json = msgspec.json.Encoder()
 
 #: Error codes of tool results written by the agent.
 ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
@@ -76,7 +80,7 @@ _ABORTED_TEXT = (
 class _Settled:
     """A call's result waiting for its turn in the model's order."""
 
-    content: str
+    content: str | tuple[ResultPart, ...]
     error: ToolError | None = None
     concludes: bool = False
     #: The ``tool/outcome`` that made this result durable ahead of its turn, if any.
@@ -106,6 +110,8 @@ class ToolExecutor:
 
     :param cancel: set by the agent's ``cancel()``; checked before every start.
     :param max_parallel: at most this many safe calls in flight (>= 1).
+    :param attachments: stores the images and files a tool returns inline as attachments
+        before their result (or outcome) is committed; without it they stay inline.
     :raises ValueError: (at construction) ``max_parallel`` is not a positive integer.
     """
 
@@ -118,6 +124,7 @@ class ToolExecutor:
         step: int,
         cancel: anyio.Event,
         max_parallel: int = 10,
+        attachments: AttachmentCache | None = None,
     ) -> None:
         if type(max_parallel) is not int or max_parallel < 1:
             raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
@@ -127,6 +134,8 @@ class ToolExecutor:
         self.step = step
         self.cancel = cancel
         self.max_parallel = max_parallel
+        #: Stores what a tool returns inline (without a store, it stays inline).
+        self.attachments = attachments or AttachmentCache(session, None)
         self._calls: Sequence[ToolCallPart] = ()
         self._slots: list[_Settled | None] = []
         self._call_seqs: list[int | None] = []
@@ -236,14 +245,11 @@ class ToolExecutor:
         call = self._calls[index]
         context = ToolContext(self.session, self.turn, self.step, call.id, self.cancel)
         try:
-            output = await tool.call(args, context)
-            if not isinstance(output, ToolOutput):
-                output = ToolOutput(content=str(output))
-            settled = _settled_from(output)
+            settled = _settled_from(as_output(await tool.call(args, context)))
         except Exception as exc:
             logger.info("agent: tool %r (call %s) raised %r", call.name, call.id, exc)
             settled = _error_output(f"{type(exc).__name__}: {exc}", type(exc).__name__, TOOL_FAILED)
-        settled = self._bounded(settled)
+        settled = self._bounded(await self._store_media(settled))
         try:
             if index != self._committed:
                 settled = await self._make_durable(index, settled)
@@ -252,9 +258,20 @@ class ToolExecutor:
             self._in_flight -= 1
             self._changed.set()
 
+    async def _store_media(self, settled: _Settled) -> _Settled:
+        """The result with its inline images and files stored as attachments (before the
+        result or outcome referencing them is committed); a result whose media could not be
+        stored becomes an error result saying so."""
+        try:
+            return replace(settled, content=await self.attachments.stored(settled.content))
+        except EventLogError as exc:
+            text = f"the tool's result was dropped: its attachments could not be stored ({exc})"
+            return _error_output(text, type(exc).__name__, CHECKPOINT_FAILED)
+
     def _bounded(self, settled: _Settled) -> _Settled:
         """An output too large for one event becomes an error result (the log refuses it)."""
-        size = len(settled.content.encode())
+        content = settled.content
+        size = len(content.encode() if isinstance(content, str) else _json.encode(content))
         if size <= self.session.max_event_bytes - _ENVELOPE_ROOM:
             return settled
         text = (

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 
 import anyio
 
+from eventlog import ValidationError
+
 from .assembly import Assembler
 from .model import Chunk, Finish, Model, ModelRequest
 
@@ -69,6 +71,9 @@ async def stream_into(
     ``error`` describes a failed attempt: the stream raised (``raised`` is the exception, so
     the caller can read a :class:`ModelError`'s retry advice), finished with ``error``, or ended
     without a finish.
+
+    :raises ValidationError: the model refused the request as one it cannot express (no
+        attempt was made: nothing to record, nothing to retry).
     """
     with interrupter.interruptible() as scope:
         try:
@@ -78,6 +83,8 @@ async def stream_into(
                     show(chunk)
                     if isinstance(chunk, Finish):
                         break
+        except ValidationError:
+            raise
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}", False, exc
     if scope.cancelled_caught or interrupter.cancelled:

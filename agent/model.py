@@ -73,6 +73,9 @@ class ModelRequest:
     """What is sent to the model, frozen when sent.
 
     ``messages`` is the session's immutable message view: later appends do not show through.
+    ``attachments`` holds the bytes of the stored attachments those messages reference, by
+    digest (``"sha256:<hex>"``): the agent loads them from its store before sending, so a
+    model can send an image the log holds only by reference.
     """
 
     messages: Sequence[Message]
@@ -80,6 +83,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     model: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
+    attachments: Mapping[str, bytes] = field(default_factory=dict)
 
 
 class ModelError(Exception):
@@ -112,6 +116,9 @@ class Model(Protocol):
 
     ``stream`` must yield exactly one :class:`Finish`, last. Raising (any ``Exception``) or a
     ``Finish(kind="error")`` is a failed attempt. A cancelled stream is simply abandoned.
+    Raising :class:`~eventlog.ValidationError` before sending anything says the request cannot
+    be expressed for this model (a part its provider cannot take): the agent does not retry it,
+    logs no attempt, closes the turn ``error`` and raises it to the caller.
     """
 
     @property

@@ -9,14 +9,14 @@ it always matches what the decoder accepts.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
 
 import anyio
 import msgspec
 
-from eventlog import Session, ToolSpec
+from eventlog import FilePart, ImagePart, ResultPart, Session, TextPart, ToolSpec
 
 __all__ = (
     "FunctionTool",
@@ -30,14 +30,16 @@ __all__ = (
 
 
 class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
-    """What a tool body returns.
+    """What a tool body returns. ``content`` is a string, or text, image and file parts (an
+    image's bytes inline are stored as an attachment before the result is committed, when the
+    agent has a store).
 
     :ivar is_error: the tool ran and reports failure (the model sees an error result).
     :ivar concludes_turn: a successful result that ends the turn (unless steering arrived).
     :ivar error_code: the machine-readable code recorded with an error result.
     """
 
-    content: str
+    content: str | tuple[ResultPart, ...]
     is_error: bool = False
     concludes_turn: bool = False
     error_code: str | None = None
@@ -90,7 +92,26 @@ class Tool(Protocol):
         ...
 
 
-Body = Callable[..., Awaitable[ToolOutput | str] | ToolOutput | str]
+#: What a tool body may return: an output, a string, or one or more result parts.
+Returned = ToolOutput | str | ResultPart | Sequence[ResultPart]
+Body = Callable[..., Awaitable[Returned] | Returned]
+
+
+def as_output(result: object) -> ToolOutput:
+    """``result`` as a :class:`ToolOutput`: parts (one, or a sequence of text, image and file
+    parts) become its content as a tuple; anything else but an output becomes its ``str``."""
+    if isinstance(result, ToolOutput):
+        return result
+    if isinstance(result, TextPart | ImagePart | FilePart):
+        return ToolOutput(content=(result,))
+    if (
+        isinstance(result, Sequence)
+        and not isinstance(result, str)
+        and result
+        and all(isinstance(p, TextPart | ImagePart | FilePart) for p in result)
+    ):
+        return ToolOutput(content=tuple(result))
+    return ToolOutput(content=str(result))
 
 
 class FunctionTool:
@@ -132,7 +153,7 @@ class FunctionTool:
             result = self.fn(args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
-        return result if isinstance(result, ToolOutput) else ToolOutput(content=str(result))
+        return as_output(result)
 
     @property
     def spec(self) -> ToolSpec:
@@ -171,7 +192,9 @@ def tool(
     The function either takes one parameter annotated with a msgspec ``Struct`` (the arguments
     object), or typed keyword parameters (a schema is derived from the annotations and
     defaults). A parameter named ``context`` receives the :class:`ToolContext`. The body may
-    be sync or async and returns a :class:`ToolOutput` or a string.
+    be sync or async and returns a :class:`ToolOutput`, a string, or result parts (a
+    :class:`~eventlog.TextPart`, :class:`~eventlog.ImagePart` or :class:`~eventlog.FilePart`,
+    or a sequence of them), which the model receives as a result with that content.
 
     :param safe: concurrency safety: a constant or a predicate over the decoded arguments.
     """

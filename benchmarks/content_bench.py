@@ -3,7 +3,9 @@
 An 18,000-event session (1,000 standard turns) whose user messages in every tenth turn carry an
 image referencing one of 100 stored attachments of 200 KiB (20 MiB of attachments), against the
 same session without the images. Open time and peak Python memory of ``open``, runs alternating;
-then, for scale, the time to read and check all 100 attachments (``load_attachments``).
+then, for scale, the time to read and check all 100 attachments (``load_attachments``), and
+what the agent spends on them per request: the first request of a session reads them all, a
+later one (the history still referencing them) reuses what it read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
+from agent._attachments import AttachmentCache
 from eventlog import ImagePart, UserMessage, open_store
 from projections import messages
 
@@ -83,6 +86,22 @@ async def _load_all(path: Path) -> float:
     return elapsed
 
 
+async def _requests(path: Path) -> tuple[float, float]:
+    """Seconds the agent's attachment cache takes for a first and for a second request."""
+    async with open_store(f"sqlite:///{path}") as store:
+        session = await store.open("big")
+        cache = AttachmentCache(session, store)
+        history = messages(session)
+        start = time.perf_counter()
+        assert len(await cache.for_request(history)) == 100
+        first = time.perf_counter() - start
+        start = time.perf_counter()
+        assert len(await cache.for_request(messages(session))) == 100
+        later = time.perf_counter() - start
+        await session.aclose()
+    return first, later
+
+
 def _measure(directory: Path, runs: int, turns: int) -> None:
     plain, pictured = directory / "plain.db", directory / "images.db"
     anyio.run(_build, plain, turns, 0)
@@ -114,6 +133,11 @@ def _measure(directory: Path, runs: int, turns: int) -> None:
         print_figure(Figure(name, Stats(tuple(values)), unit, target))
     loads = [anyio.run(_load_all, pictured) * 1000 for _ in range(runs)]
     print_figure(Figure("  reading and checking all 100 attachments", Stats(tuple(loads)), "ms"))
+    requests = [anyio.run(_requests, pictured) for _ in range(runs)]
+    first = tuple(a * 1000 for a, _ in requests)
+    later = tuple(b * 1000 for _, b in requests)
+    print_figure(Figure("agent: attachments of the first request (reads 100)", Stats(first), "ms"))
+    print_figure(Figure("  of a later request (the same 100, kept)", Stats(later), "ms"))
 
 
 def main(quick: bool = False) -> None:

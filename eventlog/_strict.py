@@ -20,8 +20,12 @@ decoder counts against the recursion limit of the calling thread) goes through
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import enum
 import math
 import threading
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -152,12 +156,33 @@ def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str
             # Subclasses (str and int enums): checked as their base, which is what is encoded.
             base = str if isinstance(item, str) else int if isinstance(item, int) else float
             push((base(item), path, depth))
-        elif json_only:
+        elif json_only or not isinstance(item, _NATIVE):
+            # Not JSON; and where the schema declares bytes, datetimes and the like, still
+            # refused here when msgspec cannot encode it at all (it would fail with no path).
             return (
                 f"a {kind.__name__} at `{path}` is not a JSON value (str, int, float, bool, "
                 "None, list, dict or a Struct of them)"
             )
     return None
+
+
+#: The values msgspec encodes beyond JSON's, which a schema may declare (checked against the
+#: schema by msgspec's strict conversion, which names the path of a mismatch).
+_NATIVE = (
+    bytes,
+    bytearray,
+    memoryview,
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    decimal.Decimal,
+    set,
+    frozenset,
+    enum.Enum,
+    msgspec.Raw,
+)
 
 
 _EXOTIC = (

@@ -87,12 +87,15 @@ class UserMessage(_Payload, frozen=True, kw_only=True):
 
 
 class Usage(_Payload, frozen=True, kw_only=True):
-    """Token accounting reported by the model provider."""
+    """Token accounting reported by the model provider. ``cache_write_tokens`` are the input
+    tokens written to the provider's prompt cache by this request (Anthropic's
+    ``cache_creation_input_tokens``), where the provider reports them."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class AssistantMessage(_Payload, frozen=True, kw_only=True):

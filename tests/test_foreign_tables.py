@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,48 @@ async def test_postgres_refuses_another_applications_table(schema: str) -> None:
         assert [r[0] for r in found] == ["events"]
     finally:
         await conn.close()
+
+
+# -- the attachments table, made with the first attachment -------------------------------------
+
+
+async def test_sqlite_attachments_live_under_the_table_prefix(tmp_path: Path) -> None:
+    # Another application's attachments table sits in the file; a prefixed store keeps its own.
+    path = tmp_path / "shared.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE attachments (name TEXT, blob BLOB)")
+        db.commit()
+    async with open_store(f"sqlite:///{path}", table_prefix="el_") as store:
+        digest = await store.put_attachment(b"\x89PNG fake")
+        assert await store.get_attachment(digest) == b"\x89PNG fake"
+    with closing(sqlite3.connect(path)) as db:
+        # The other application's table was not touched; ours has the prefix.
+        assert db.execute("SELECT count(*) FROM attachments").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM el_attachments").fetchone() == (1,)
+
+
+async def test_sqlite_refuses_a_foreign_attachments_table_beside_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.db"
+    async with open_store(f"sqlite:///{path}") as store:
+        await store.create(session_id="s")
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE attachments (name TEXT, blob BLOB)")
+        db.commit()
+    with pytest.raises(UnsupportedFormatError, match="attachments"):
+        async with open_store(f"sqlite:///{path}"):
+            pass
+
+
+@pytest.mark.postgres
+async def test_postgres_refuses_a_foreign_attachments_table(schema: str) -> None:
+    # The store's tables exist; then another application puts its `attachments` table beside.
+    async with open_store(store_url(schema)) as store:
+        await store.create(session_id="s")
+    conn = await raw_connection()
+    try:
+        await conn.execute(f'CREATE TABLE "{schema}".attachments (name text, blob bytea)')
+    finally:
+        await conn.close()
+    with pytest.raises(UnsupportedFormatError, match="attachments"):
+        async with open_store(store_url(schema)):
+            pass

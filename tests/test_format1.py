@@ -28,6 +28,15 @@ def format1(tmp_path: Path) -> Path:
     return Path(shutil.copy(FIXTURES / "format1.db", tmp_path / "format1.db"))
 
 
+def _with_todays_defaults(event: object) -> object:
+    assert isinstance(event, dict)
+    info = fixture_types().get(event["type"])
+    if info is None or event.get("ignorable"):
+        return event
+    data = msgspec.json.decode(msgspec.json.encode(msgspec.convert(event["data"], info.payload)))
+    return {**event, "data": data}
+
+
 def _expected() -> dict[str, list[object]]:
     replay: dict[str, list[object]] = json.loads((FIXTURES / "format1.events.json").read_bytes())
     return replay
@@ -44,8 +53,9 @@ async def test_every_format1_session_opens_and_replays_identically(format1: Path
             replayed = msgspec.json.decode(
                 msgspec.json.encode([msgspec.to_builtins(e) for e in session.events()])
             )
-            # ... and replays exactly the events that were written.
-            assert replayed == events, session_id
+            # ... and replays exactly the events that were written (read with today's payload
+            # classes, so a field added since with its default is there on both sides).
+            assert replayed == [_with_todays_defaults(e) for e in events], session_id
             await session.aclose()
 
 

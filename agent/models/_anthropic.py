@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from eventlog import Usage
-from projections import anthropic_request
+from projections import Degrade, anthropic_request
 
 from ..model import (
     Chunk,
@@ -53,6 +53,10 @@ class AnthropicMessages(ProviderModel):
         is made from ``base_url`` and ``api_key`` and closed by :meth:`aclose`.
     :param timeout: seconds an attempt may wait for the server (to connect, and between bytes
         of the stream) before it fails, retryably.
+    :param degrade: what to do with a part the provider cannot take (an image in a Chat
+        Completions tool result, a media type it does not read): ``"refuse"`` (raise
+        :class:`~eventlog.ValidationError` before sending), ``"text"`` (send a short text saying
+        what was there) or ``"drop"`` (leave it out); see :func:`projections.to_openai`.
     :raises ImportError: the ``anthropic`` package is not installed.
 
     Errors and retries as :class:`~agent.models.OpenAIChat`; an ``error`` event inside the
@@ -75,10 +79,13 @@ class AnthropicMessages(ProviderModel):
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 60.0,
+        degrade: Degrade = "refuse",
     ) -> None:
         import anthropic
 
-        super().__init__(anthropic, model, client, timeout, base_url=base_url, api_key=api_key)
+        super().__init__(
+            anthropic, model, client, timeout, degrade, base_url=base_url, api_key=api_key
+        )
 
     def _make_client(self, *, base_url: str | None, api_key: str | None) -> AsyncAnthropic:
         return self._sdk.AsyncAnthropic(base_url=base_url, api_key=api_key or "unused")  # type: ignore[no-any-return]
@@ -91,13 +98,15 @@ class AnthropicMessages(ProviderModel):
 
 
 class _State:
-    """The stop reason and usage so far (usage: input from ``message_start``, output from the
-    last ``message_delta``, which reports it cumulatively)."""
+    """The stop reason and usage so far (usage: input and cache reads and writes from
+    ``message_start``, output from the last ``message_delta``, which reports it cumulatively,
+    and may restate the others)."""
 
     def __init__(self) -> None:
         self.reason: str | None = None
         self.input_tokens = 0
         self.cache_read = 0
+        self.cache_write = 0
         self.output_tokens = 0
 
     def feed(self, event: Any) -> tuple[Chunk, ...]:
@@ -115,11 +124,17 @@ class _State:
             usage = event.message.usage
             self.input_tokens = usage.input_tokens
             self.cache_read = usage.cache_read_input_tokens or 0
+            self.cache_write = usage.cache_creation_input_tokens or 0
         elif kind == "message_delta":
             self.reason = event.delta.stop_reason or self.reason
             self.output_tokens = event.usage.output_tokens
+            # The delta's usage is cumulative; the cache counts come again only sometimes.
             if event.usage.input_tokens is not None:
                 self.input_tokens = event.usage.input_tokens
+            if event.usage.cache_read_input_tokens is not None:
+                self.cache_read = event.usage.cache_read_input_tokens
+            if event.usage.cache_creation_input_tokens is not None:
+                self.cache_write = event.usage.cache_creation_input_tokens
         return ()
 
     def finish(self) -> Finish:
@@ -129,6 +144,7 @@ class _State:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cache_read_tokens=self.cache_read,
+            cache_write_tokens=self.cache_write,
         )
         kind = _STOP.get(self.reason)
         if kind is None:

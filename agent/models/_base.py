@@ -11,6 +11,8 @@ import copy
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, Self
 
+from projections import Degrade
+
 from ..model import Chunk, Finish, ModelRequest
 from ._errors import provider_errors
 
@@ -39,9 +41,12 @@ class ProviderModel:
     build: ClassVar[Callable[..., dict[str, Any]]]
     streaming: ClassVar[Mapping[str, Any]]
 
-    def __init__(self, sdk: Any, model: str, client: Any, timeout: float, **made: Any) -> None:
+    def __init__(
+        self, sdk: Any, model: str, client: Any, timeout: float, degrade: Degrade, **made: Any
+    ) -> None:
         self._sdk = sdk
         self._model = model
+        self.degrade: Degrade = degrade
         self._owned = client is None
         if client is None:
             client = self._make_client(**made)
@@ -73,13 +78,19 @@ class ProviderModel:
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for ``request`` (what the server receives): the provider's
-        ``projections`` builder's body, with the keys that make it stream."""
+        ``projections`` builder's body, with the keys that make it stream.
+
+        :raises ValidationError: a part the provider cannot take (unless :attr:`degrade` says
+            how to send it), or an attachment the request does not carry the bytes of.
+        """
         body = type(self).build(
             request.messages,
             system=request.system,
             tools=request.tools,
             model=request.model or self._model,
             params=request.params,
+            attachments=request.attachments,
+            degrade=self.degrade,
         )
         body.update(copy.deepcopy(dict(self.streaming)))
         return body
@@ -93,6 +104,8 @@ class ProviderModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         """Stream the reply to ``request``: deltas, then one :class:`~agent.Finish`.
 
+        :raises ValidationError: the request cannot be expressed for the provider (see
+            :meth:`body`); raised before anything is sent.
         :raises ModelError: the request failed, the stream broke or carried an error, or it
             ended without saying how it finished.
         """

@@ -8,7 +8,8 @@ The request body is :func:`projections.openai_request`'s, plus ``stream`` and
   they are passed on once per call ``index``, as the :class:`~agent.ToolCallDelta` contract says;
 - reasoning comes as ``reasoning_content`` (DeepSeek) or ``reasoning`` (vLLM, OpenRouter);
 - usage comes on a last chunk without choices; cached prompt tokens as
-  ``prompt_tokens_details.cached_tokens`` (OpenAI) or ``prompt_cache_hit_tokens`` (DeepSeek).
+  ``prompt_tokens_details.cached_tokens`` (OpenAI) or ``prompt_cache_hit_tokens`` (DeepSeek);
+  tokens written to the cache as ``prompt_tokens_details.cache_write_tokens`` (OpenRouter).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from eventlog import Usage
-from projections import openai_request
+from projections import Degrade, openai_request
 
 from ..model import (
     Chunk,
@@ -52,6 +53,10 @@ class OpenAIChat(ProviderModel):
         made from ``base_url`` and ``api_key`` and closed by :meth:`aclose` (or ``async with``).
     :param timeout: seconds an attempt may wait for the server (to connect, and between bytes
         of the stream) before it fails, retryably.
+    :param degrade: what to do with a part the provider cannot take (an image in a Chat
+        Completions tool result, a media type it does not read): ``"refuse"`` (raise
+        :class:`~eventlog.ValidationError` before sending), ``"text"`` (send a short text saying
+        what was there) or ``"drop"`` (leave it out); see :func:`projections.to_openai`.
     :raises ImportError: the ``openai`` package is not installed.
 
     Every attempt is one HTTP request: the SDK's own retries are off, so the agent retries and
@@ -75,10 +80,13 @@ class OpenAIChat(ProviderModel):
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 60.0,
+        degrade: Degrade = "refuse",
     ) -> None:
         import openai
 
-        super().__init__(openai, model, client, timeout, base_url=base_url, api_key=api_key)
+        super().__init__(
+            openai, model, client, timeout, degrade, base_url=base_url, api_key=api_key
+        )
 
     def _make_client(self, *, base_url: str | None, api_key: str | None) -> AsyncOpenAI:
         return self._sdk.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused")  # type: ignore[no-any-return]
@@ -140,7 +148,8 @@ def _reasoning(delta: Any) -> str:
 
 
 def _usage(usage: CompletionUsage) -> Usage:
-    cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None
+    prompt = usage.prompt_tokens_details
+    cached = prompt.cached_tokens if prompt else None
     if cached is None:
         cached = (usage.model_extra or {}).get("prompt_cache_hit_tokens")
     details = usage.completion_tokens_details
@@ -149,4 +158,16 @@ def _usage(usage: CompletionUsage) -> Usage:
         output_tokens=usage.completion_tokens,
         cache_read_tokens=int(cached or 0),
         reasoning_tokens=int((details.reasoning_tokens if details else None) or 0),
+        cache_write_tokens=_cache_writes(prompt),
     )
+
+
+def _cache_writes(prompt: Any) -> int:
+    """``prompt_tokens_details.cache_write_tokens``: what servers that proxy prompt-caching
+    models report (OpenRouter); a field in newer SDKs, an extra in older ones."""
+    if prompt is None:
+        return 0
+    value = getattr(prompt, "cache_write_tokens", None)
+    if value is None:
+        value = (prompt.model_extra or {}).get("cache_write_tokens")
+    return value if isinstance(value, int) else 0

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..codec import FORMAT_VERSION
 from ..errors import UnsupportedFormatError
-from .base import TABLE_COLUMNS
+from .base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
 
@@ -244,13 +244,17 @@ async def _check_tables(conn: Any, sql: Statements, store: str) -> bool:
     :raises UnsupportedFormatError: a table of eventlog's names is another application's, or
         only some exist.
     """
+    wanted = {**_COLUMNS, "attachments": ATTACHMENT_COLUMNS}
     found = {
-        name: _COLUMNS[name] <= set(columns)
-        for name, columns in await conn.fetch(_TABLE_COLUMNS, sql.schema, list(_COLUMNS))
+        name: wanted[name] <= set(columns)
+        for name, columns in await conn.fetch(_TABLE_COLUMNS, sql.schema, list(wanted))
     }
+    # The attachments table comes with the first attachment: missing is fine, foreign is not.
+    if found.pop("attachments", True) is False:
+        found["attachments"] = False
     if not found:
         return False
-    if len(found) < len(_COLUMNS) or not all(found.values()):
+    if len(found.keys() & _COLUMNS.keys()) < len(_COLUMNS) or not all(found.values()):
         raise UnsupportedFormatError(
             f"postgresql store {store!r}: schema {sql.schema!r} already holds table(s) "
             f"{', '.join(sorted(found))} that are not eventlog's; nothing was created",

@@ -1,7 +1,8 @@
 """The SQLite side of attachments: one table, content-addressed, shared by every session.
 
-``attachments(digest TEXT PRIMARY KEY, data BLOB NOT NULL)``. The table is created by the first
-put, inside its transaction, so a database written before attachments existed is opened
+``{prefix}attachments(digest TEXT PRIMARY KEY, data BLOB NOT NULL)`` (the store's
+``table_prefix`` before the name, like every table of the store's). The table is created by the
+first put, inside its transaction, so a database written before attachments existed is opened
 read-only as before and gains the table only when one is stored.
 """
 
@@ -13,7 +14,7 @@ from ._sqlite_schema import rollback
 
 __all__ = ("insert_attachment", "select_attachment")
 
-_CREATE = "CREATE TABLE IF NOT EXISTS attachments (digest TEXT PRIMARY KEY, data BLOB NOT NULL)"
+_CREATE = "CREATE TABLE IF NOT EXISTS {p}attachments (digest TEXT PRIMARY KEY, data BLOB NOT NULL)"
 
 
 def insert_attachment(connection: sqlite3.Connection, digest: str, data: bytes) -> None:
@@ -22,7 +23,8 @@ def insert_attachment(connection: sqlite3.Connection, digest: str, data: bytes) 
     try:
         connection.execute(_CREATE)
         connection.execute(
-            "INSERT INTO attachments (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+            "INSERT INTO {p}attachments (digest, data) VALUES (?, ?)"
+            " ON CONFLICT (digest) DO NOTHING",
             (digest, data),
         )
         connection.execute("COMMIT")
@@ -35,7 +37,7 @@ def select_attachment(connection: sqlite3.Connection, digest: str) -> bytes | No
     """The stored bytes of ``digest``, or ``None`` (also when no attachment was ever stored)."""
     try:
         found = connection.execute(
-            "SELECT data FROM attachments WHERE digest = ?", (digest,)
+            "SELECT data FROM {p}attachments WHERE digest = ?", (digest,)
         ).fetchone()
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..codec import FORMAT_VERSION
 from ..errors import UnsupportedFormatError, ValidationError
-from .base import TABLE_COLUMNS
+from .base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
 
 __all__ = (
     "SYNCHRONOUS",
@@ -181,6 +181,9 @@ def _ours(connection: sqlite3.Connection, path: str) -> bool:
         if info:
             # Every column of ours (a later format may add some: its version says so).
             found[table] = columns <= {row[1] for row in info}
+    attachments = connection.execute(f'PRAGMA table_info("{prefix}attachments")').fetchall()
+    if attachments and not ATTACHMENT_COLUMNS <= {row[1] for row in attachments}:
+        found[prefix + "attachments"] = False  # another application's table of our name
     if not found:
         return False
     version = None

@@ -25,6 +25,7 @@ __all__ = (
     "Backend",
     "SessionInfo",
     "SessionRecord",
+    "ATTACHMENT_COLUMNS",
     "TABLE_COLUMNS",
     "Store",
     "delete_refused",
@@ -43,6 +44,9 @@ TABLE_COLUMNS: dict[str, frozenset[str]] = {
         {"session_id", "seq", "type", "time", "surface", "sources", "ignorable", "data", "hash"}
     ),
 }
+#: The table a store creates with its first attachment; one of this name without these columns
+#: is another application's, and is refused in the same way.
+ATTACHMENT_COLUMNS: frozenset[str] = frozenset({"digest", "data"})
 
 
 def session_not_found(session_id: str) -> SessionNotFoundError:

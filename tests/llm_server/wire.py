@@ -111,9 +111,13 @@ def anthropic_events(
     output_tokens: int = 5,
     cache_read: int = 0,
     size: int = 8,
+    reasoning: Sequence[tuple[str, str] | str] = (),
+    cache_write: int = 0,
 ) -> list[Event]:
     """A whole streamed message: thinking ``(text, signature)``, a redacted thinking block,
-    text, then each ``tool_use`` ``(id, name, input_json)`` in ``size`` pieces, and the stop."""
+    then ``reasoning`` blocks in order (a pair is a signed thinking block, a string a redacted
+    one's data), text, then each ``tool_use`` ``(id, name, input_json)`` in ``size`` pieces,
+    and the stop."""
     message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
@@ -126,7 +130,7 @@ def anthropic_events(
             "input_tokens": input_tokens,
             "output_tokens": 1,
             "cache_read_input_tokens": cache_read,
-            "cache_creation_input_tokens": 0,
+            "cache_creation_input_tokens": cache_write,
         },
     }
     out: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
@@ -139,13 +143,16 @@ def anthropic_events(
         out.append({"type": "content_block_stop", "index": index})
         index += 1
 
-    if thinking is not None:
-        thought, signature = thinking
-        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(thought, size)]
+    thoughts: list[tuple[str, str] | str] = [] if thinking is None else [thinking]
+    thoughts += [] if redacted is None else [redacted]
+    for thought in [*thoughts, *reasoning]:
+        if isinstance(thought, str):
+            block({"type": "redacted_thinking", "data": thought}, [])
+            continue
+        said, signature = thought
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(said, size)]
         deltas.append({"type": "signature_delta", "signature": signature})
         block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
-    if redacted is not None:
-        block({"type": "redacted_thinking", "data": redacted}, [])
     if text:
         block(
             {"type": "text", "text": ""},

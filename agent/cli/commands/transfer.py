@@ -169,8 +169,8 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
         "--as",
         dest="as_id",
         metavar="ID",
-        help="import the one session under this id (the chain does not name its session); "
-        "without it, dsh logs keep the harness's session id when it is free",
+        help="import the one session under this id (verified under its own, then chained anew "
+        "under this one); without it, dsh logs keep the harness's session id when it is free",
     )
 
 
@@ -196,20 +196,15 @@ def _remove_database(path: Path) -> None:
 
 async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
     sessions = [s for name in args.files for s in _read_export(name)]
-    as_id = None if args.as_id is None else validate_session_id(args.as_id)
-    if as_id is not None and len(sessions) != 1:
+    new_id = None if args.as_id is None else validate_session_id(args.as_id)
+    if new_id is not None and len(sessions) != 1:
         raise CliError(f"--as names one session; the files hold {len(sessions)}")
     async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
-        # Check everything before writing anything: nothing is half-imported. An export is
-        # verified under the id its chain binds; --as then chains it anew under the new id
-        # (format 2 binds each event to its session), as a fork does.
+        # Check everything before writing anything: nothing is half-imported.
         for exported in sessions:
             _check(store, exported)
-        if as_id is not None:
-            only = sessions[0]
-            record = msgspec.structs.replace(only.record, id=as_id)
-            rows = rechain(list(only.rows), as_id)
-            sessions = [dataclasses.replace(only, record=record, rows=rows)]
+        if new_id is not None:
+            sessions = [_renamed(sessions[0], new_id)]
         for exported in sessions:
             await _must_be_new(store, exported.record.id)
         for exported in sessions:
@@ -223,6 +218,13 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         for item in imported:
             ctx.out.line(f"imported session {item['id']}: {item['events']} events")
     return EXIT_OK
+
+
+def _renamed(exported: ExportedSession, new_id: str) -> ExportedSession:
+    """``exported`` (verified under its own id) under ``new_id``: the chain binds the session
+    id, so its events are chained anew (format 2), as a fork's are."""
+    record = msgspec.structs.replace(exported.record, id=new_id)
+    return dataclasses.replace(exported, record=record, rows=rechain(exported.rows, new_id))
 
 
 def _read_export(name: str) -> list[ExportedSession]:
