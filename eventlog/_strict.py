@@ -20,8 +20,12 @@ decoder counts against the recursion limit of the calling thread) goes through
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import enum
 import math
 import threading
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -157,7 +161,30 @@ def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str
                 f"a {kind.__name__} at `{path}` is not a JSON value (str, int, float, bool, "
                 "None, list, dict or a Struct of them)"
             )
+        elif not isinstance(item, _ENCODABLE):
+            # Not even a schema with bytes or datetimes takes it: msgspec cannot encode it at
+            # all, and its own error would not say where it is.
+            return f"a {kind.__name__} at `{path}` is not a value msgspec can encode"
     return None
+
+
+#: The leaves beyond JSON that msgspec encodes (a schema may declare them).
+_ENCODABLE = (
+    bytes,
+    bytearray,
+    memoryview,
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    decimal.Decimal,
+    enum.Enum,
+    set,
+    frozenset,
+    msgspec.Raw,
+    msgspec.msgpack.Ext,
+)
 
 
 _EXOTIC = (

@@ -15,7 +15,7 @@ import msgspec
 
 from eventlog import EventLogError, SessionNotFoundError
 from eventlog._attachments import row_digests
-from eventlog.codec import GENESIS_HASH, verify_rows
+from eventlog.codec import GENESIS_HASH, rechain, verify_rows
 from eventlog.ids import validate_session_id
 from eventlog.loader import LogLoader
 from eventlog.stores import LogStore
@@ -196,16 +196,20 @@ def _remove_database(path: Path) -> None:
 
 async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
     sessions = [s for name in args.files for s in _read_export(name)]
-    if args.as_id is not None:
-        if len(sessions) != 1:
-            raise CliError(f"--as names one session; the files hold {len(sessions)}")
-        only = sessions[0]
-        record = msgspec.structs.replace(only.record, id=validate_session_id(args.as_id))
-        sessions = [dataclasses.replace(only, record=record)]
+    if args.as_id is not None and len(sessions) != 1:
+        raise CliError(f"--as names one session; the files hold {len(sessions)}")
     async with open_cli_store(ctx.url, create=True) as store:
         # Check everything before writing anything: nothing is half-imported.
         for exported in sessions:
             _check(store, exported)
+        if args.as_id is not None:
+            # Checked under the id it was written with (the chain binds it), then chained
+            # anew under the new one, as a fork is.
+            only = sessions[0]
+            record = msgspec.structs.replace(only.record, id=validate_session_id(args.as_id))
+            rows = rechain(list(only.rows), record.id)
+            sessions = [dataclasses.replace(only, record=record, rows=rows)]
+        for exported in sessions:
             await _must_be_new(store, exported.record.id)
         for exported in sessions:
             for data in exported.attachments.values():
