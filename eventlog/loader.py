@@ -1,6 +1,6 @@
 """Loading a stored log: verify the hash chain, decode, and rebuild the surface index.
 
-The loop is the hot path of ``Store.open`` (DESIGN §5: open must cost little more than a raw
+The loop is the hot path of ``Store.open`` (docs/stores.md: open must cost little more than a raw
 select plus decode), so it is written flat, with locals, and falls back to the general (slower,
 fully explaining) functions only when a row fails, to produce the exact error.
 """

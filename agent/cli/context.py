@@ -24,6 +24,7 @@ __all__ = (
     "open_cli_store",
     "resolve_url",
     "stored_record",
+    "sqlite_path",
 )
 
 #: The store used when neither ``--db`` nor ``EVENTLOG_DB`` names one.

@@ -32,7 +32,7 @@ __all__ = (
     "session_not_found",
 )
 
-#: The columns every SQL backend's tables have (DESIGN §5). A table of one of these names
+#: The columns every SQL backend's tables have (docs/stores.md). A table of one of these names
 #: without them is another application's, and is refused before anything is created.
 TABLE_COLUMNS: dict[str, frozenset[str]] = {
     "meta": frozenset({"format_version"}),

@@ -68,7 +68,7 @@ _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
 class PostgresBackend:
-    """Sessions in PostgreSQL tables (DESIGN §5), driven with asyncpg.
+    """Sessions in PostgreSQL tables (docs/stores.md), driven with asyncpg.
 
     :param url: ``postgresql://user[:password]@host[:port]/database``; a ``schema`` query
         parameter is taken as the ``schema`` option, the rest goes to asyncpg.
