@@ -27,9 +27,9 @@ import anyio.lowlevel
 from eventlog import Session, open_store
 from eventlog.codec import Row, chain_hash
 from eventlog.registry import EventTypes
-from eventlog.stores._sqlite_schema import reserve_wal
 from eventlog.stores.memory import MemoryData
 from eventlog.stores.sqlite import SQLiteBackend
+from eventlog.stores.sqlite._schema import reserve_wal
 
 from ._harness import Figure, Stats, print_figure
 from .workload import EVENTS_PER_TURN, TurnEvent, turn_events

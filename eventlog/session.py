@@ -29,7 +29,7 @@ from .registry import EventTypes
 from .surface import SurfaceIndex, message_delta, plan_transition
 
 if TYPE_CHECKING:
-    from .writer import Writer
+    from .stores._writer import Writer
 
 __all__ = ("EventsView", "Observer", "Session", "DEFAULT_MAX_EVENT_BYTES")
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eventlog import open_store
-from eventlog.ids import validate_session_id
 from eventlog.stores import LogStore, SessionRecord
 
 from ..report import Loaded, load_session
@@ -80,4 +79,4 @@ async def stored_record(store: LogStore, session_id: str) -> SessionRecord:
     :raises ValidationError: the id is malformed.
     :raises SessionNotFoundError: no such session.
     """
-    return await store.backend.get_session(validate_session_id(session_id))
+    return await store.record(session_id)

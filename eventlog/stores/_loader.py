@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ._grammar import TurnGrammar
-from ._strict import on_fresh_stack
-from .codec import (
+from .._grammar import TurnGrammar
+from .._strict import on_fresh_stack
+from ..codec import (
     CHAIN_VERSION,
     GENESIS_HASH,
     Row,
@@ -23,10 +23,10 @@ from .codec import (
     decode_surface,
     verify_rows,
 )
-from .errors import CorruptLogError, SurfaceError
-from .event import APPEND, Event
-from .registry import EventTypes, NewerVersion
-from .surface import SurfaceIndex, message_delta, plan_transition
+from ..errors import CorruptLogError, SurfaceError
+from ..event import APPEND, Event
+from ..registry import EventTypes, NewerVersion
+from ..surface import SurfaceIndex, message_delta, plan_transition
 
 __all__ = ("LogLoader",)
 

@@ -17,9 +17,9 @@ import re
 import sqlite3
 from typing import Any
 
-from ..codec import FORMAT_VERSION
-from ..errors import UnsupportedFormatError, ValidationError
-from .base import TABLE_COLUMNS
+from ...codec import FORMAT_VERSION
+from ...errors import UnsupportedFormatError, ValidationError
+from ..base import TABLE_COLUMNS
 
 __all__ = (
     "SYNCHRONOUS",
@@ -112,7 +112,7 @@ def connect_writer(
 ) -> sqlite3.Connection:
     """The writer connection: autocommit (the code issues ``BEGIN IMMEDIATE``), WAL. Opening
     it waits up to ``busy_timeout`` for other processes' locks; afterwards its busy timeout is
-    zero (each call that may wait sets its own: ``_sqlite_ops.waiting_for_lock``)."""
+    zero (each call that may wait sets its own: ``_ops.waiting_for_lock``)."""
     connection = _connect(
         path, prefix, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )

@@ -15,9 +15,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..codec import FORMAT_VERSION
-from ..errors import UnsupportedFormatError
-from .base import TABLE_COLUMNS
+from ...codec import FORMAT_VERSION
+from ...errors import UnsupportedFormatError
+from ..base import TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
 
@@ -76,7 +76,7 @@ CREATE TABLE IF NOT EXISTS {s}.events (
 # synchronous_commit=off: PostgreSQL serialises the commits of notifying transactions across
 # the cluster (a lock held until after the commit's WAL flush), which with synchronous_commit=on
 # would serialise the writers of every host (benchmarks/POSTGRES.md); then followers are
-# notified after the commit (_pg_listen.Notifier).
+# notified after the commit (_listen.Notifier).
 _WRITE = """
 WITH b AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])

@@ -39,12 +39,13 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from ..codec import Row
-from ..errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
-from ..writer import Batch, WriteDone
-from . import _sqlite_ops as ops
-from ._sqlite_attachments import insert_attachment, select_attachment
-from ._sqlite_schema import (
+from ...codec import Row
+from ...errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
+from .._writer import Batch, WriteDone
+from ..base import Backend, SessionInfo, SessionRecord, rows_in_chunks
+from . import _ops as ops
+from ._attachments import insert_attachment, select_attachment
+from ._schema import (
     SYNCHRONOUS,
     check_table_prefix,
     connect_reader,
@@ -52,8 +53,7 @@ from ._sqlite_schema import (
     prepare_schema,
     reserve_wal,
 )
-from ._sqlite_worker import Done, SQLiteWorker
-from .base import SessionInfo, SessionRecord, rows_in_chunks
+from ._worker import Done, SQLiteWorker
 
 __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
 
@@ -121,7 +121,7 @@ def _translated(
         raise EventLogError(message, session_id=session_id) from exc
 
 
-class SQLiteBackend:
+class SQLiteBackend(Backend):
     """Sessions in one SQLite file.
 
     :param path: the database file (created on first use; its directory must exist).
@@ -305,6 +305,11 @@ class SQLiteBackend:
                 # runs jobs in order, so it is in place before this store's first write.
                 self._wal_reserved = True
                 self._submit_writer(_ignore, reserve_wal, self.path)
+
+    async def writer_alive(self, session_id: str) -> bool:
+        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: the ``host:pid:random``
+        token in ``sessions.writer``, whose process is checked."""
+        return ops.writer_alive(self.path, self.table_prefix, session_id)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
         if self._held.get(session_id) == owner:
