@@ -253,7 +253,9 @@ def _raw_load(path: Path, session_id: str, *, verify: bool = False) -> float:
             assert info is not None
             decoded.append(info.decoder.decode(data))
             if verify:
-                prev = chain_hash(prev, seq, type_, stamp, surface, sources, ignorable, data)
+                prev = chain_hash(
+                    prev, seq, type_, stamp, surface, sources, ignorable, data, session_id
+                )
                 assert prev == digest
         elapsed = time.perf_counter() - start
     finally:
