@@ -1,4 +1,4 @@
-"""agent: the durable agent loop built on eventlog, projections and recovery (DESIGN §8).
+"""agent: the durable agent loop built on eventlog, projections and recovery (docs/architecture.md).
 
 A minimal embedding (the model here is scripted; any :class:`Model` streams the same way)::
 

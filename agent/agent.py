@@ -43,7 +43,8 @@ from eventlog import (
 )
 from eventlog.message import new_id
 from eventlog.vocabulary import TurnEndReason
-from projections import cancel_all, claim, inbox, timeline
+from projections import inbox, timeline
+from projections.inbox_splices import cancel_all, claim
 from recovery import RepairReport, repair
 
 from ._attachments import AttachmentCache
@@ -57,7 +58,7 @@ from .model import Chunk, Model, ModelError, ModelRequest
 from .request import HeaderTracker, last_header
 from .tools import Tool, Toolbox
 
-__all__ = ("Agent", "TurnOutcome")
+__all__ = ("Agent", "TurnOutcome", "StepKind")
 
 logger = logging.getLogger("agent")
 

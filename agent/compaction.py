@@ -49,6 +49,7 @@ __all__ = (
     "estimate_tokens",
     "model_summarizer",
     "plan_auto",
+    "PREAMBLE",
 )
 
 logger = logging.getLogger("agent.compaction")

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from eventlog import Message, Session
 from eventlog.vocabulary import InboxTarget
-from projections import enqueue, inbox
+from projections import inbox
+from projections.inbox_splices import enqueue
 
 __all__ = ("Admission", "as_message", "prompt", "submit")
 

@@ -26,6 +26,8 @@ __all__ = (
     "ToolOutput",
     "Toolbox",
     "tool",
+    "Body",
+    "spec_of",
 )
 
 

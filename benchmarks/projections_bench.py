@@ -1,4 +1,4 @@
-"""Projections: the cost of reading them, live and after a cold open (DESIGN §6).
+"""Projections: the cost of reading them, live and after a cold open (docs/architecture.md).
 
 - ``messages()`` per call on a long session: must not grow with history length (16,000 and
   160,000 events side by side).

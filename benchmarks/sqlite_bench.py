@@ -27,9 +27,9 @@ import anyio.lowlevel
 from eventlog import Session, open_store
 from eventlog.codec import Row, chain_hash
 from eventlog.registry import EventTypes
-from eventlog.stores._sqlite_schema import reserve_wal
 from eventlog.stores.memory import MemoryData
 from eventlog.stores.sqlite import SQLiteBackend
+from eventlog.stores.sqlite._schema import reserve_wal
 
 from ._harness import Figure, Stats, print_figure
 from .workload import EVENTS_PER_TURN, TurnEvent, turn_events
@@ -253,7 +253,9 @@ def _raw_load(path: Path, session_id: str, *, verify: bool = False) -> float:
             assert info is not None
             decoded.append(info.decoder.decode(data))
             if verify:
-                prev = chain_hash(prev, seq, type_, stamp, surface, sources, ignorable, data)
+                prev = chain_hash(
+                    prev, seq, type_, stamp, surface, sources, ignorable, data, session_id
+                )
                 assert prev == digest
         elapsed = time.perf_counter() - start
     finally:

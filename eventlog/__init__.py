@@ -1,7 +1,7 @@
 """eventlog: an event-sourced persistence engine for durable LLM-agent sessions.
 
 The log layer: the event envelope and vocabulary, the codec, :class:`Session` (commit) and the
-stores (flush). See ``DESIGN.md`` §3-§5.
+stores (flush). See ``docs/architecture.md`` and ``docs/guarantees.md``.
 """
 
 from .errors import (

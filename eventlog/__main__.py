@@ -1,7 +1,7 @@
 """``python -m eventlog``: the ``eventlog`` command.
 
 The command lives in ``agent.cli`` because it needs ``projections`` and ``recovery``, which
-this package must not import (DESIGN §2). Importing it by name at run time is the one
+this package must not import (docs/architecture.md). Importing it by name at run time is the one
 documented exception to the import-direction rule, allowed for this file only.
 """
 

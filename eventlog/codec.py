@@ -51,6 +51,7 @@ __all__ = (
     "rechain",
     "stored_version",
     "verify_rows",
+    "decode_surface",
 )
 
 #: Version of the database layout (tables and columns; ``meta.format_version``). The hash-chain

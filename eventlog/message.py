@@ -32,6 +32,8 @@ __all__ = (
     "ToolCallPart",
     "ToolResultPart",
     "attachment_digest",
+    "SourceKind",
+    "new_id",
 )
 
 Role = Literal["user", "assistant", "tool"]

@@ -29,9 +29,9 @@ from .registry import EventTypes
 from .surface import SurfaceIndex, message_delta, plan_transition
 
 if TYPE_CHECKING:
-    from .writer import Writer
+    from .stores._writer import Writer
 
-__all__ = ("EventsView", "Observer", "Session")
+__all__ = ("EventsView", "Observer", "Session", "DEFAULT_MAX_EVENT_BYTES")
 
 logger = logging.getLogger("eventlog.session")
 
@@ -89,7 +89,7 @@ class Session:
     :ivar id: the session id.
     :ivar metadata: the metadata given at creation.
     :ivar projection_cache: per-session cache where projections keep ``(state, next_seq)``
-        (DESIGN §6); owned by the projections layer.
+        (docs/architecture.md); owned by the projections layer.
     """
 
     def __init__(

@@ -1,10 +1,17 @@
-"""Projections: pure folds over a session's events, caught up lazily when read (DESIGN §6)."""
+"""Projections: pure folds over a session's events, caught up lazily when read.
 
-from .base import Projection, catch_up, events_through, fold
-from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses, tool_input
-from .inbox import INBOX, Inbox, InboxProjection, InboxState, inbox, normalize_splice
-from .inbox_splices import Claim, cancel, cancel_all, claim, enqueue, splice
-from .messages import MessagesView, derive, messages
+See docs/architecture.md.
+
+The package exports its read API: the four projections (``surface``, ``messages``, ``inbox``,
+``timeline``), the converters of messages to provider formats, the request builders, and the
+types they return. The machinery for writing a projection of your own lives in
+``projections.base``; the builders of ``agent/inbox/spliced`` payloads (enqueue, claim, cancel)
+in ``projections.inbox_splices``; the inbox fold in ``projections.inbox``.
+"""
+
+from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
+from .inbox import Inbox, inbox
+from .messages import MessagesView, messages
 from .requests import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
     anthropic_request,
@@ -33,36 +40,20 @@ __all__ = (
     "openai_tools",
     "CallKey",
     "CallStatus",
-    "Claim",
     "Degrade",
     "Finding",
-    "INBOX",
     "Inbox",
-    "InboxProjection",
-    "InboxState",
     "MessagesView",
     "OpenStep",
     "OpenTurn",
-    "Projection",
     "Surface",
     "Timeline",
     "ToolCallState",
-    "cancel",
-    "cancel_all",
-    "catch_up",
-    "claim",
-    "derive",
-    "enqueue",
-    "events_through",
-    "fold",
     "inbox",
     "messages",
-    "normalize_splice",
-    "splice",
     "surface",
     "timeline",
     "to_anthropic",
     "to_openai",
     "to_openai_responses",
-    "tool_input",
 )

@@ -1,4 +1,4 @@
-"""The projection protocol and its lazy catch-up (DESIGN §6).
+"""The projection protocol and its lazy catch-up (docs/architecture.md).
 
 A projection is a fold: ``initial()`` then ``apply(state, event)`` for each event in order. The
 same fold serves a live session (caught up lazily when read, O(new events) per read, nothing at

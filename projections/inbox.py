@@ -1,4 +1,4 @@
-"""``inbox(session)``: queued inputs, the fold of ``agent/inbox/spliced`` (DESIGN §6).
+"""``inbox(session)``: queued inputs, the fold of ``agent/inbox/spliced`` (docs/architecture.md).
 
 Two ordered lists: ``next-turn`` (each item opens a turn) and ``next-step`` (delivered at the
 next step boundary). Item ids are unique across both. A ``request_id → seq`` index (the first
@@ -20,7 +20,15 @@ from eventlog.vocabulary import InboxTarget
 
 from .base import catch_up, events_through, fold
 
-__all__ = ("INBOX", "Inbox", "InboxProjection", "InboxState", "inbox", "normalize_splice")
+__all__ = (
+    "INBOX",
+    "Inbox",
+    "InboxProjection",
+    "InboxState",
+    "inbox",
+    "normalize_splice",
+    "request_id_of",
+)
 
 
 def normalize_splice(length: int, start: int, removed: int) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Pure builders of ``agent/inbox/spliced`` payloads: enqueue, claim, cancel (DESIGN §6, §8).
+"""Pure builders of ``agent/inbox/spliced`` payloads: enqueue, claim, cancel (docs/architecture.md).
 
 Each takes the current :class:`~projections.inbox.Inbox` snapshot and returns the payload(s) to
 append, with normalized coordinates, validated against that snapshot. They change nothing: the
@@ -21,7 +21,7 @@ from eventlog.vocabulary import InboxTarget
 
 from .inbox import Inbox, normalize_splice, request_id_of
 
-__all__ = ("Claim", "cancel", "cancel_all", "claim", "enqueue", "splice")
+__all__ = ("Claim", "cancel", "cancel_all", "claim", "enqueue", "splice", "Outcome")
 
 _TARGETS: tuple[InboxTarget, ...] = ("next-turn", "next-step")
 Outcome = Literal["claimed", "canceled"]

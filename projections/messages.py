@@ -1,4 +1,6 @@
-"""``messages(session)``: the model-visible history, derived from the surface (DESIGN §6).
+"""``messages(session)``: the model-visible history, derived from the surface.
+
+See docs/architecture.md.
 
 Each surface node derives to its event's message, except an ``assistant/message`` with empty
 content, which derives to nothing (a step that only hosts usage). The live derivation keeps a

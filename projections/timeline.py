@@ -1,6 +1,7 @@
 """The timeline projection: the open turn and step, numbering, and every tool call's state.
 
-DESIGN §6. A tool call moves through up to four states, each proven by the seq of one event:
+See docs/architecture.md. A tool call moves through up to four states, each proven by the seq
+of one event:
 
 ``proposed``
     the model asked for it (a ``ToolCallPart`` in an appended ``assistant/message``);

@@ -1,6 +1,6 @@
 """Recovery: a read-only diagnosis of what a crash left open, and the repair that closes it.
 
-DESIGN §7. ``scan(session)`` reports; ``await repair(session)`` appends the closers and
+docs/recovery.md. ``scan(session)`` reports; ``await repair(session)`` appends the closers and
 flushes; ``recovery.testing`` helps property-test crash recovery.
 """
 

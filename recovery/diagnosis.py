@@ -1,4 +1,4 @@
-"""``scan(session)``: a read-only diagnosis of what a crash left open (DESIGN §7).
+"""``scan(session)``: a read-only diagnosis of what a crash left open (docs/recovery.md).
 
 The diagnosis is built from the timeline projection: the open turn and step, each dangling call
 of the open step with its class and the seqs that prove it, the calls left unanswered in steps
@@ -15,7 +15,7 @@ import msgspec
 from eventlog import Session
 from projections.timeline import Finding, OpenStep, OpenTurn, ToolCallState, timeline
 
-__all__ = ("DanglingCall", "DanglingKind", "Diagnosis", "scan")
+__all__ = ("DanglingCall", "DanglingKind", "Diagnosis", "scan", "classify")
 
 #: How a dangling call is answered: ``recovered`` from its ``tool/outcome``, ``outcome-unknown``
 #: (its ``tool/call`` was logged: the body may have run), ``not-started`` (no ``tool/call``).

@@ -1,4 +1,4 @@
-"""``repair(session)``: append the closers a crash left owing, then flush (DESIGN §7).
+"""``repair(session)``: append the closers a crash left owing, then flush (docs/recovery.md).
 
 In order, continuing the seq and reusing the last event's time (so a repair is deterministic):
 

@@ -22,6 +22,7 @@ from .cli_fixtures import (
     shared_runs_db,
     url_of,
 )
+from .dsh_logs import DSH_LOGS, needs_dsh_logs
 
 
 @pytest.fixture
@@ -225,9 +226,8 @@ def test_fork_with_a_chosen_id(tmp_path_factory: pytest.TempPathFactory, tmp_pat
     assert ids.count("what-if") == 1 and len(ids) == 6
 
 
+@needs_dsh_logs
 def test_dsh_import_keeps_the_harness_id_when_it_is_free(tmp_path: Path) -> None:
-    from .test_cli_roundtrip import DSH_LOGS
-
     source = (DSH_LOGS / "acp-agent--cancel.jsonl").read_text()
     log = tmp_path / "harness.jsonl"
     log.write_text(source.replace('"id":"{{sessionId}}"', '"id":"harness-1"', 1))

@@ -25,10 +25,7 @@ from recovery.testing import AgentRun, agent_runs
 
 from .cli_fixtures import Note, cli, cli_types, run_main, url_of
 from .conftest import SOAK
-
-DSH_LOGS = Path(__file__).resolve().parents[2] / "shared" / "dsh-logs"
-if not DSH_LOGS.is_dir():
-    DSH_LOGS = Path("/work/shared/dsh-logs")
+from .dsh_logs import DSH_LOGS, needs_dsh_logs
 
 
 async def _write(url: str, run: AgentRun, stop: int, note: bool, repaired: bool) -> None:
@@ -77,6 +74,7 @@ def test_export_then_import_is_lossless(
         assert anyio.run(_snapshot, target, "run") == anyio.run(_snapshot, source, "run")
 
 
+@needs_dsh_logs
 def test_dsh_logs_import_and_round_trip(tmp_path: Path) -> None:
     # A log with plugin-owned types, kept as ignorable dsh/* extension events.
     name = "acp-agent--advanced-toolchain.jsonl"

@@ -12,8 +12,7 @@ import anyio
 import pytest
 
 from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage
-from eventlog.stores import LogStore, MemoryBackend, MemoryData
-from eventlog.writer import Batch
+from eventlog.stores import Batch, LogStore, MemoryBackend, MemoryData
 
 pytestmark = pytest.mark.anyio
 

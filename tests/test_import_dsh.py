@@ -42,8 +42,8 @@ from projections import messages
 from recovery import repair
 from recovery.testing import check_invariants
 
-LOGS = Path("/work/shared/dsh-logs")
-FILES = sorted(LOGS.glob("*.jsonl"))
+from .dsh_logs import DSH_LOGS, dsh_params, needs_dsh_logs
+
 CORE = frozenset(
     {
         "turn/start",
@@ -174,7 +174,7 @@ async def imported(store: Store, path: Path) -> tuple[ImportReport, Session]:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+@pytest.mark.parametrize("path", dsh_params())
 async def test_every_log_imports_faithfully(path: Path) -> None:
     records = [record for _, record in dsh_events(path)]
     async with open_store("memory:") as store:
@@ -225,9 +225,10 @@ async def test_every_log_imports_faithfully(path: Path) -> None:
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_report_of_a_cancelled_parallel_tool_run() -> None:
     async with open_store("memory:") as store:
-        report = await import_dsh(store, LOGS / "acp-agent--cancel-tool-calls.jsonl")
+        report = await import_dsh(store, DSH_LOGS / "acp-agent--cancel-tool-calls.jsonl")
     # 24 dsh events: 8 chunks folded; 14 core and 2 plugin events kept; 3 core events lost
     # something our payloads cannot hold, kept beside them in dsh/original.
     assert (report.lines, report.dsh_events, report.events) == (25, 24, 19)
@@ -242,9 +243,11 @@ async def test_report_of_a_cancelled_parallel_tool_run() -> None:
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_compaction_replace_is_remapped_onto_the_new_seqs() -> None:
     async with open_store("memory:") as store:
-        report, session = await imported(store, LOGS / "headless-agent--compaction-recovery.jsonl")
+        path = DSH_LOGS / "headless-agent--compaction-recovery.jsonl"
+        report, session = await imported(store, path)
         replace = [e for e in session.events() if e.type == "user/message" and e.sources]
         assert len(replace) == 1
         # dsh: replace(4, 4) with sources [19, 20, 4]; chunks before it took no seq here.
@@ -263,10 +266,11 @@ async def test_compaction_replace_is_remapped_onto_the_new_seqs() -> None:
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_a_crashed_run_is_imported_open_and_repair_closes_it() -> None:
     async with open_store("memory:") as store:
         report, session = await imported(
-            store, LOGS / "test-support--acp-snapshot--suite--pin-turn.jsonl"
+            store, DSH_LOGS / "test-support--acp-snapshot--suite--pin-turn.jsonl"
         )
         assert report.open_turn == 1
         assert report.notes == ("header has no version; read as version 0",)
@@ -278,8 +282,9 @@ async def test_a_crashed_run_is_imported_open_and_repair_closes_it() -> None:
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_a_core_event_that_does_not_fit_is_kept_and_reported() -> None:
-    path = LOGS / "test-support--acp-snapshot--suite--authored-error.jsonl"
+    path = DSH_LOGS / "test-support--acp-snapshot--suite--authored-error.jsonl"
     async with open_store("memory:") as store:
         report, session = await imported(store, path)
         [refusal] = report.refused
@@ -294,8 +299,9 @@ async def test_a_core_event_that_does_not_fit_is_kept_and_reported() -> None:
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_lossy_core_data_is_kept_in_dsh_original() -> None:
-    path = LOGS / "acp-agent--cancel-tool-calls.jsonl"
+    path = DSH_LOGS / "acp-agent--cancel-tool-calls.jsonl"
     lines = path.read_text().splitlines()
     async with open_store("memory:") as store:
         _, session = await imported(store, path)
@@ -314,6 +320,7 @@ async def test_lossy_core_data_is_kept_in_dsh_original() -> None:
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -332,7 +339,7 @@ async def test_lossy_core_data_is_kept_in_dsh_original() -> None:
 async def test_a_malformed_line_names_file_and_line_and_imports_nothing(
     tmp_path: Path, line: str, message: str
 ) -> None:
-    source = (LOGS / "acp-agent--cancel.jsonl").read_text().splitlines()
+    source = (DSH_LOGS / "acp-agent--cancel.jsonl").read_text().splitlines()
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join([*source[:3], line, *source[3:]]) + "\n")
     async with open_store("memory:") as store:
@@ -378,34 +385,37 @@ async def test_zstd_logs_are_refused_clearly(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_a_store_failure_half_way_leaves_no_session() -> None:
     # A write backlog this small fills up part-way through the log: append raises
     # BacklogFullError, and the importer deletes the session it had started.
     async with open_store("memory:", max_pending_bytes=4096, write_delay=3600) as store:
         with pytest.raises(BacklogFullError, match="bytes are waiting to be written"):
-            await import_dsh(store, LOGS / "web--goal-multi-turn-actions.jsonl")
+            await import_dsh(store, DSH_LOGS / "web--goal-multi-turn-actions.jsonl")
         assert await store.list() == []
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_the_session_id_and_metadata_can_be_chosen() -> None:
     async with open_store("memory:") as store:
         report = await import_dsh(
-            store, LOGS / "acp-agent--cancel.jsonl", session_id="run-1", metadata={"team": "a"}
+            store, DSH_LOGS / "acp-agent--cancel.jsonl", session_id="run-1", metadata={"team": "a"}
         )
         [info] = await store.list()
         assert (report.session_id, info.id) == ("run-1", "run-1")
         assert info.metadata["team"] == "a"
-        assert info.metadata["dsh_file"] == str(LOGS / "acp-agent--cancel.jsonl")
+        assert info.metadata["dsh_file"] == str(DSH_LOGS / "acp-agent--cancel.jsonl")
 
 
 # -- a real SQLite file ----------------------------------------------------------------------------
 
 
 @pytest.mark.anyio
+@needs_dsh_logs
 async def test_sqlite_round_trip(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
-    path = LOGS / "acp-agent--advanced-toolchain.jsonl"
+    path = DSH_LOGS / "acp-agent--advanced-toolchain.jsonl"
     async with open_store(url) as store:
         report, session = await imported(store, path)
         written: list[Event] = list(session.events())

@@ -20,8 +20,7 @@ from eventlog.importers import import_dsh
 from recovery import repair
 from recovery.testing import check_invariants
 
-LOGS = Path("/work/shared/dsh-logs")
-FILES = sorted(LOGS.glob("*.jsonl"))
+from .dsh_logs import DSH_FILES, DSH_LOGS, needs_dsh_logs
 
 
 @cache
@@ -61,10 +60,11 @@ def check_cut(path: Path, cut: int) -> None:
 
 @st.composite
 def cuts(draw: st.DrawFn) -> tuple[Path, int]:
-    path = draw(st.sampled_from(FILES))
+    path = draw(st.sampled_from(DSH_FILES))
     return path, draw(st.integers(1, len(lines_of(path))))
 
 
+@needs_dsh_logs
 @settings(max_examples=max(400, settings().max_examples))  # the soak profile runs more
 @given(cuts())
 def test_any_cut_imports_as_a_prefix_and_repairs(case: tuple[Path, int]) -> None:
@@ -86,8 +86,9 @@ EXHAUSTIVE = [
 ]
 
 
+@needs_dsh_logs
 @pytest.mark.parametrize("name", EXHAUSTIVE)
 def test_every_cut_of_chosen_logs(name: str) -> None:
-    path = LOGS / name
+    path = DSH_LOGS / name
     for cut in range(1, len(lines_of(path)) + 1):
         check_cut(path, cut)

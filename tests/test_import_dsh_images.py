@@ -8,16 +8,16 @@ import pytest
 from eventlog import AttachmentNotFoundError, ImagePart, ToolResultPart, open_store
 from eventlog.importers import import_dsh
 from projections import messages, to_anthropic, to_openai_responses
-from tests.test_import_dsh import LOGS
+from tests.dsh_logs import DSH_LOGS, needs_dsh_logs
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, needs_dsh_logs]
 
 RED = "sha256:b1ff9c8ea3a780bad09b346c423d2d0e46815926879b18e841d928376a946640"
 
 
 async def test_a_tool_result_image_is_an_image_reference() -> None:
     async with open_store("memory:") as store:
-        report = await import_dsh(store, LOGS / "acp-agent--read-image.jsonl")
+        report = await import_dsh(store, DSH_LOGS / "acp-agent--read-image.jsonl")
         # The report says the bytes are not in the log, and what of the attachment was lost.
         assert any("1 image attachment(s) are referenced by digest" in n for n in report.notes)
         assert report.losses["image part.attachment.name"] == 1

@@ -17,7 +17,7 @@ from eventlog import (
     UserMessage,
 )
 from eventlog.codec import GENESIS_HASH, Row, chain_hash, decode_event, encode_payload, make_row
-from eventlog.loader import LogLoader
+from eventlog.stores import LogLoader
 
 
 def _rows(events: list[tuple[str, object, object, tuple[int, ...]]]) -> list[Row]:

@@ -1,4 +1,4 @@
-"""The stateful machine (DESIGN §10) on the real PostgreSQL server, the memory store as model.
+"""The stateful machine (docs/stores.md) on the real PostgreSQL server, the memory store as model.
 
 Each hypothesis example works in a schema of its own, dropped when the example ends.
 """

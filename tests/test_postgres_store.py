@@ -25,9 +25,8 @@ from eventlog import (
     open_store,
 )
 from eventlog.codec import make_row
-from eventlog.stores import LogStore
+from eventlog.stores import Batch, LogStore
 from eventlog.stores.postgres import PostgresBackend
-from eventlog.writer import Batch
 from tests.pg_children.server import fresh_schema, raw_connection, store_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]

@@ -33,7 +33,8 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from projections import messages, to_anthropic, to_openai, tool_input
+from projections import messages, to_anthropic, to_openai
+from projections.formats import tool_input
 
 pytestmark = pytest.mark.anyio
 

@@ -22,18 +22,10 @@ from eventlog import (
     open_store,
 )
 from eventlog.vocabulary import InboxTarget
-from projections import (
-    INBOX,
-    Inbox,
-    cancel,
-    cancel_all,
-    claim,
-    enqueue,
-    fold,
-    inbox,
-    normalize_splice,
-    splice,
-)
+from projections import Inbox, inbox
+from projections.base import fold
+from projections.inbox import INBOX, normalize_splice
+from projections.inbox_splices import cancel, cancel_all, claim, enqueue, splice
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""Properties of every projection over random well-formed agent histories (DESIGN §6).
+"""Properties of every projection over random well-formed agent histories (docs/architecture.md).
 
 A history is interpreted from drawn operations: whole turns (inbox claims, steps with tool
 calls whose ``tool/call`` and ``tool/outcome`` events interleave in any order, results in the
@@ -45,12 +45,7 @@ from eventlog import (
 )
 from eventlog.surface import fold_surface
 from projections import (
-    INBOX,
     Inbox,
-    cancel,
-    claim,
-    enqueue,
-    fold,
     inbox,
     messages,
     surface,
@@ -58,6 +53,9 @@ from projections import (
     to_anthropic,
     to_openai,
 )
+from projections.base import fold
+from projections.inbox import INBOX
+from projections.inbox_splices import cancel, claim, enqueue
 from tests.test_projections_formats import check_anthropic, check_openai
 from tests.test_surface import reads
 

@@ -1,4 +1,4 @@
-"""The stateful machine (DESIGN §10) on a real SQLite file, the memory store as model."""
+"""The stateful machine (docs/stores.md) on a real SQLite file, the memory store as model."""
 
 from __future__ import annotations
 

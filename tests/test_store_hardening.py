@@ -34,9 +34,8 @@ from eventlog import (
     open_store,
 )
 from eventlog.codec import make_row
-from eventlog.stores import LogStore
+from eventlog.stores import Batch, LogStore
 from eventlog.stores.memory import MemoryData
-from eventlog.writer import Batch
 from recovery.testing import FaultyStore, SimulatedCrash
 from tests.pg_children.server import fresh_schema, raw_connection, store_url
 

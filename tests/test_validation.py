@@ -37,7 +37,7 @@ from eventlog import (
     open_store,
 )
 from eventlog.codec import Row
-from eventlog.loader import LogLoader
+from eventlog.stores import LogLoader
 from tests.three_stores import Opener, snapshot, stores
 
 pytestmark = pytest.mark.anyio

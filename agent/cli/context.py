@@ -25,6 +25,7 @@ __all__ = (
     "open_cli_store",
     "resolve_url",
     "stored_record",
+    "sqlite_path",
 )
 
 #: The store used when neither ``--db`` nor ``EVENTLOG_DB`` names one.
@@ -85,4 +86,4 @@ async def stored_record(store: LogStore, session_id: str) -> SessionRecord:
     :raises ValidationError: the id is malformed.
     :raises SessionNotFoundError: no such session.
     """
-    return await store.backend.get_session(validate_session_id(session_id))
+    return await store.record(session_id)

@@ -23,7 +23,7 @@ async def verified_events(
     :raises UnsupportedFormatError: an event does not decode.
     """
     prev, seq = GENESIS_HASH, 0
-    async for chunk in store.backend.read_rows(record.id, 0, record.head + 1):
+    async for chunk in store.read_rows(record.id, 0, record.head + 1):
         for row in chunk:
             prev = verify_rows([row], prev, seq, session_id=record.id)
             seq += 1

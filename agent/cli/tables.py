@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ("Column", "fitted_table")
+__all__ = ("Column", "fitted_table", "kept_columns")
 
 #: What a column costs beyond its text in rich's default box: a border and a space each side.
 _CELL_FRAME = 3

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eventlog import EventLogError, Session
-from eventlog.ids import validate_session_id
 from eventlog.stores import LogStore, SessionRecord
 
 from ._unknown import UnknownType, unknown_type
@@ -41,7 +40,7 @@ async def load_session(store: LogStore, session_id: str, *, salvage: bool = True
     :raises SessionNotFoundError: no such session.
     :raises CorruptLogError: the log is damaged and ``salvage`` is false.
     """
-    record = await store.backend.get_session(validate_session_id(session_id))
+    record = await store.record(session_id)
     session = await store.open(session_id, salvage=True)
     unknown, fault = await unknown_type(store, session.id, session.salvage_fault)
     if fault is not None and not salvage:

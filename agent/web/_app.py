@@ -125,7 +125,7 @@ def _app_over(store: LogStore) -> Starlette:
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
         after = _int(request, "after", -1)
-        await store.backend.get_session(sid)  # 404 before the stream starts
+        await store.record(sid)  # 404 before the stream starts
 
         async def stream() -> AsyncIterator[dict[str, Any]]:
             follow = store.follow(sid, after=-1 if after is None else after)

@@ -21,7 +21,7 @@ every session's pending turns in one transaction and one fsync (group commit).
 
 Load path: ``store.open(session_id)`` on a freshly opened store reads the session's rows,
 verifies the blake2b hash chain, decodes every payload against its registered type and rebuilds
-the surface index (DESIGN.md §5). It validates schema, order and integrity.
+the surface index (docs/stores.md). It validates schema, order and integrity.
 """
 
 from __future__ import annotations

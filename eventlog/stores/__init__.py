@@ -1,6 +1,8 @@
 """Stores: where sessions live. ``open_store(url)`` picks the backend from the URL."""
 
 from ._lease_state import writer_alive
+from ._loader import LogLoader
+from ._writer import Batch, WriteDone
 from .base import Backend, SessionInfo, SessionRecord, Store
 from .logstore import LogStore
 from .memory import MemoryBackend, MemoryData
@@ -8,12 +10,15 @@ from .url import open_store
 
 __all__ = (
     "Backend",
+    "Batch",
+    "LogLoader",
     "LogStore",
     "MemoryBackend",
     "MemoryData",
     "SessionInfo",
     "SessionRecord",
     "Store",
+    "WriteDone",
     "open_store",
     "writer_alive",
 )

@@ -12,17 +12,23 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import anyio
 import msgspec
+from anyio.abc import TaskStatus
 
 from ..codec import Row
 from ..errors import SessionBusyError, SessionNotFoundError
 from ..event import Event
 from ..message import Message
 from ..session import Session
-from ..writer import Batch
+from ._writer import Batch, WriteDone
 
 __all__ = (
     "Backend",
+    "BackgroundTask",
+    "InlineWrite",
+    "LeaseReader",
+    "MaskedUrl",
     "SessionInfo",
     "SessionRecord",
     "ATTACHMENT_COLUMNS",
@@ -33,7 +39,7 @@ __all__ = (
     "session_not_found",
 )
 
-#: The columns every SQL backend's tables have (DESIGN §5). A table of one of these names
+#: The columns every SQL backend's tables have (docs/stores.md). A table of one of these names
 #: without them is another application's, and is refused before anything is created.
 TABLE_COLUMNS: dict[str, frozenset[str]] = {
     "meta": frozenset({"format_version"}),
@@ -262,6 +268,7 @@ class Store(Protocol):
         ...
 
 
+@runtime_checkable
 class Backend(Protocol):
     """The storage engine under a store. Rows in, rows out; one writer task calls ``write``.
 
@@ -343,3 +350,50 @@ class Backend(Protocol):
         """Return once the stored head of ``session_id`` may have moved past ``head`` (spurious
         returns are allowed; busy loops are not)."""
         ...
+
+
+# -- optional abilities of a backend: a store checks for each with isinstance ------------------
+
+
+@runtime_checkable
+class InlineWrite(Protocol):
+    """A backend that can start a write round without a task switch (SQLite: a worker
+    callback). The store's writer then hands rounds to :meth:`start_write` instead of awaiting
+    :meth:`Backend.write`."""
+
+    def start_write(self, batches: Sequence[Batch], on_done: WriteDone, lone_flush: bool) -> None:
+        """Start writing ``batches`` (the contract of :meth:`Backend.write`) and call
+        ``on_done`` with its outcome, on the event loop's thread, exactly once. ``lone_flush``:
+        a flush waits for this round alone (the backend may then write it in place)."""
+        ...
+
+
+@runtime_checkable
+class BackgroundTask(Protocol):
+    """A backend that needs a task of its own while open (PostgreSQL: the lease heartbeat and
+    the notifier). The store runs :meth:`run_background` in its task group and cancels it at
+    close."""
+
+    async def run_background(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run until cancelled; call ``task_status.started()`` once running."""
+        ...
+
+
+@runtime_checkable
+class LeaseReader(Protocol):
+    """A backend that can tell whether a session's writer is alive right now, from its lease
+    record, without taking, renewing or clearing the lease."""
+
+    async def writer_alive(self, session_id: str) -> bool:
+        """``True`` when a live writer holds the lease; ``False`` for a dead holder, a missing
+        session or a lease that cannot be read (never raised)."""
+        ...
+
+
+@runtime_checkable
+class MaskedUrl(Protocol):
+    """A backend whose URL may carry a secret: reprs and messages show :attr:`display_url`."""
+
+    display_url: str

@@ -49,14 +49,14 @@ from ..errors import (
 )
 from ..event import Event
 from ..ids import new_session_id, validate_session_id
-from ..loader import LogLoader
 from ..message import Message, attachment_digest
 from ..registry import EventTypes
 from ..session import DEFAULT_MAX_EVENT_BYTES, Session
 from ..vocabulary import SessionForked
-from ..writer import Writer
+from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
-from .base import Backend, SessionInfo, SessionRecord
+from ._writer import Writer
+from .base import Backend, BackgroundTask, InlineWrite, SessionInfo, SessionRecord, Store
 
 __all__ = ("LogStore", "lease_owner")
 
@@ -71,7 +71,7 @@ def lease_owner() -> str:
     return new_owner()
 
 
-class LogStore:
+class LogStore(Store):
     """A :class:`~eventlog.stores.base.Store` over a backend; use as an async context manager.
 
     :param backend: the storage engine.
@@ -110,7 +110,7 @@ class LogStore:
         self._writer = Writer(
             backend.write,
             # A backend may start a write without a task switch (SQLite: a worker callback).
-            start_write=getattr(backend, "start_write", None),
+            start_write=backend.start_write if isinstance(backend, InlineWrite) else None,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )
@@ -131,9 +131,8 @@ class LogStore:
             await self._task_group.__aenter__()
             await self._writer.start(self._task_group)
             # A backend may need a task of its own while open (PostgreSQL: the lease heartbeat).
-            background = getattr(self.backend, "run_background", None)
-            if background is not None:
-                await self._task_group.start(background)
+            if isinstance(self.backend, BackgroundTask):
+                await self._task_group.start(self.backend.run_background)
         except BaseException:
             self._backend_open = False
             await self.backend.close()
@@ -385,6 +384,43 @@ class LogStore:
         async for chunk in self.backend.read_rows(sid, max(0, from_seq), limit):
             for row in chunk:
                 yield _decode(row, self.types, sid)
+
+    # -- raw access, for export, import and audit tools --------------------------------------
+
+    async def record(self, session_id: str) -> SessionRecord:
+        """The session's stored record (id, creation time, parent and fork seq, metadata, and
+        the head: the seq of its last durable event), read now.
+
+        :raises ValidationError: the id is malformed.
+        :raises SessionNotFoundError: no such session.
+        :raises ClosedError: the store is closed.
+        """
+        self._check_open()
+        return await self.backend.get_session(validate_session_id(session_id))
+
+    def read_rows(
+        self, session_id: str, from_seq: int = 0, limit: int | None = None
+    ) -> AsyncIterator[Sequence[Row]]:
+        """The stored rows from ``from_seq`` in seq order, in chunks, at most ``limit`` in all,
+        exactly as stored: neither decoded nor verified (:func:`~eventlog.codec.verify_rows`
+        does that), so a damaged log can still be exported. A missing session yields nothing;
+        read :meth:`record` first to tell it apart.
+
+        :raises ClosedError: the store is closed.
+        """
+        self._check_open()
+        return self.backend.read_rows(session_id, from_seq, limit)
+
+    async def restore(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
+        """Insert a session exactly as exported: ``record`` and its ``rows``, atomically. The
+        rows are stored as given; check them first (:class:`LogLoader` decodes and verifies
+        them as ``open`` would), or the session will fail to open.
+
+        :raises SessionExistsError: the id is taken (nothing is written).
+        :raises ClosedError: the store is closed.
+        """
+        self._check_open()
+        await self.backend.create_session(record, rows)
 
     async def follow(self, session_id: str, after: int = -1) -> AsyncIterator[Event]:
         self._check_open()

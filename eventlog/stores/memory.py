@@ -14,9 +14,9 @@ import msgspec
 
 from ..codec import Row
 from ..errors import SessionBusyError, SessionExistsError
-from ..writer import Batch
 from ._owners import owner_alive
-from .base import SessionInfo, SessionRecord, delete_refused, session_not_found
+from ._writer import Batch
+from .base import Backend, SessionInfo, SessionRecord, delete_refused, session_not_found
 
 __all__ = ("MemoryBackend", "MemoryData")
 
@@ -37,7 +37,7 @@ class MemoryData:
         return MemoryData(records=self.records, rows=self.rows, attachments=self.attachments)
 
 
-class MemoryBackend:
+class MemoryBackend(Backend):
     """Sessions in a dict. Writes are atomic per round, like a transaction."""
 
     def __init__(self, data: MemoryData | None = None) -> None:
@@ -109,6 +109,10 @@ class MemoryBackend:
             )
         self.data.leases[session_id] = owner
         self._held[session_id] = owner
+
+    async def writer_alive(self, session_id: str) -> bool:
+        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: this process's map."""
+        return session_id in self.data.leases
 
     async def release_lease(self, session_id: str, owner: str) -> None:
         if self._held.get(session_id) == owner:

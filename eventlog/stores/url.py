@@ -7,7 +7,7 @@ from typing import Any
 from .._strict import check_int, check_number, check_text, has_surrogate
 from ..errors import ValidationError
 from ..registry import EventTypes
-from .base import Backend
+from .base import Backend, MaskedUrl
 from .logstore import LogStore
 from .memory import MemoryBackend, MemoryData
 
@@ -49,7 +49,7 @@ def open_store(url: str, **options: Any) -> LogStore:
         raise ValidationError("option types must be an EventTypes registry")
     backend = _backend_for(url, options)
     # A PostgreSQL URL may carry a password: reprs and messages show it masked.
-    shown = getattr(backend, "display_url", url)
+    shown = backend.display_url if isinstance(backend, MaskedUrl) else url
     return LogStore(backend, url=shown, **store_options)
 
 

@@ -3,7 +3,7 @@
 - :func:`agent_runs` — a hypothesis strategy of well-formed agent runs (:class:`AgentRun`):
   turns, steps, parallel tool calls with interleaved ``tool/call`` events, out-of-order
   ``tool/outcome``, compaction replaces, inbox splices, cancels; each run knows where the agent
-  flushes (its semantic checkpoints, DESIGN §7).
+  flushes (its semantic checkpoints, docs/recovery.md).
 - :class:`FaultyStore` — wraps any store to fail, or to "crash", at its Nth write.
 - :func:`check_invariants` — raises one :class:`InvariantViolation` listing every violated
   invariant of a session (seq contiguity, balanced turns and steps, every tool call answered

@@ -25,9 +25,9 @@ from typing import Any
 from eventlog import SessionInfo, StoreWriteError
 from eventlog.codec import Row
 from eventlog.session import DEFAULT_MAX_EVENT_BYTES
+from eventlog.stores import Batch
 from eventlog.stores.base import Backend, SessionRecord
 from eventlog.stores.logstore import LogStore
-from eventlog.writer import Batch
 
 __all__ = ("FaultyBackend", "FaultyStore", "SimulatedCrash")
 
@@ -36,7 +36,7 @@ class SimulatedCrash(StoreWriteError):
     """The faulty store "crashed": this write and every later one never reach the store."""
 
 
-class FaultyBackend:
+class FaultyBackend(Backend):
     """A :class:`~eventlog.stores.base.Backend` that injects faults into ``write``.
 
     :ivar writes: how many writes were attempted so far (the next write's index).

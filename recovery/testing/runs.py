@@ -2,7 +2,7 @@
 
 A run is planned, not executed: :class:`AgentRun` holds the events in order (with the seqs
 their ``Replace`` spans and ``sources`` refer to, counted from 0) and marks the semantic
-checkpoints where the agent flushes (DESIGN §7): before a model request is sent, after each
+checkpoints where the agent flushes (docs/recovery.md): before a model request is sent, after each
 ``tool/call`` (before the body runs), after each ``tool/outcome``, at step end and turn end.
 
 What a run may contain: turns of one to three steps; inputs taken from the inbox or given

@@ -12,7 +12,21 @@ from .serve import SERVE
 from .transfer import EXPORT, IMPORT
 from .verify import VERIFY
 
-__all__ = ("COMMANDS", "Command")
+__all__ = (
+    "COMMANDS",
+    "Command",
+    "AUDIT",
+    "EXPORT",
+    "FOLLOW",
+    "FORK",
+    "IMPORT",
+    "RECOVER",
+    "REPLAY",
+    "SERVE",
+    "SESSIONS",
+    "SHOW",
+    "VERIFY",
+)
 
 COMMANDS: tuple[Command, ...] = (
     SESSIONS,

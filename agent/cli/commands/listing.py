@@ -20,7 +20,7 @@ from ..stream import verified_events
 from ..tables import Column, fitted_table, kept_columns
 from .base import Command, add_salvage, non_negative, positive
 
-__all__ = ("SESSIONS", "SHOW")
+__all__ = ("SESSIONS", "SHOW", "DEFAULT_SHOW_LIMIT")
 
 #: How each state is coloured on a terminal.
 _STATE_STYLE = {

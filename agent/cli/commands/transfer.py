@@ -17,8 +17,7 @@ from eventlog import EventLogError, SessionNotFoundError
 from eventlog._attachments import row_digests
 from eventlog.codec import GENESIS_HASH, rechain, verify_rows
 from eventlog.ids import validate_session_id
-from eventlog.loader import LogLoader
-from eventlog.stores import LogStore
+from eventlog.stores import LogLoader, LogStore
 
 from ..context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
@@ -73,7 +72,7 @@ async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
             prev, fault = GENESIS_HASH, None
             digests: dict[str, None] = {}
             # Up to the head read above: a live writer's later events belong to a later export.
-            async for chunk in store.backend.read_rows(record.id, 0, record.head + 1):
+            async for chunk in store.read_rows(record.id, 0, record.head + 1):
                 rows = list(chunk)
                 out.write(b"".join(event_line(row) + b"\n" for row in rows))
                 if fault is None:
@@ -210,7 +209,7 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         for exported in sessions:
             for data in exported.attachments.values():
                 await store.put_attachment(data)
-            await store.backend.create_session(exported.record, exported.rows)
+            await store.restore(exported.record, exported.rows)
     imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
     if ctx.out.json_mode:
         ctx.out.json({"imported": imported})

@@ -1,4 +1,4 @@
-"""The SQLite file: connections, pragmas, tables (DESIGN §5) and the format-version check.
+"""The SQLite file: connections, pragmas, tables (docs/stores.md) and the format-version check.
 
 The tables are ``meta``, ``sessions`` and ``events``, each name preceded by the store's
 ``table_prefix`` (empty by default), so eventlog can share a file with an application that has
@@ -17,9 +17,9 @@ import re
 import sqlite3
 from typing import Any
 
-from ..codec import FORMAT_VERSION
-from ..errors import UnsupportedFormatError, ValidationError
-from .base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
+from ...codec import FORMAT_VERSION
+from ...errors import UnsupportedFormatError, ValidationError
+from ..base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
 
 __all__ = (
     "SYNCHRONOUS",
@@ -112,7 +112,7 @@ def connect_writer(
 ) -> sqlite3.Connection:
     """The writer connection: autocommit (the code issues ``BEGIN IMMEDIATE``), WAL. Opening
     it waits up to ``busy_timeout`` for other processes' locks; afterwards its busy timeout is
-    zero (each call that may wait sets its own: ``_sqlite_ops.waiting_for_lock``)."""
+    zero (each call that may wait sets its own: ``_ops.waiting_for_lock``)."""
     connection = _connect(
         path, prefix, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
@@ -210,16 +210,15 @@ WAL_RESERVE = 4608 * 1024
 def reserve_wal(connection: sqlite3.Connection, path: str) -> None:
     """Grow a short WAL file to :data:`WAL_RESERVE` bytes, written and synced (best effort).
 
-    Why: a commit that appends to the WAL past its end changes the file's size and allocates
-    blocks, so its fsync also commits file-system metadata (a journal commit on ext4): on this
-    project's disk a single-row commit took about 180 µs on a growing WAL and 110 µs on one
-    whose blocks exist. SQLite reuses its WAL from the front after each checkpoint, so once the
-    file is that long, commits only overwrite. It grows the file by letting one transaction
-    spill zero pages into the WAL and rolling it back: the frames are not committed (SQLite's
-    own rollback of a spilled transaction; recovery ignores frames after the last commit), and
-    the next commit overwrites them. Skipped when the WAL is long enough already (another
-    connection keeps it) and, silently, when the file cannot be written (read-only, disk full):
-    it only makes commits cheaper, it guarantees nothing.
+    Why: a commit that appends to the WAL past its end changes the file's size and allocates blocks,
+    so its fsync also commits file-system metadata (a journal commit on ext4), which makes a small
+    commit markedly slower (``benchmarks/SQLITE.md``). SQLite reuses its WAL from the front after
+    each checkpoint, so once the file is that long, commits only overwrite. It grows the file by
+    letting one transaction spill zero pages into the WAL and rolling it back: the frames are not
+    committed (SQLite's own rollback of a spilled transaction; recovery ignores frames after the
+    last commit), and the next commit overwrites them. Skipped when the WAL is long enough already
+    (another connection keeps it) and, silently, when the file cannot be written (read-only, disk
+    full): it only makes commits cheaper, it guarantees nothing.
     """
     wal = f"{path}-wal"
     try:

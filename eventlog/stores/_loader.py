@@ -1,6 +1,6 @@
 """Loading a stored log: verify the hash chain, decode, and rebuild the surface index.
 
-The loop is the hot path of ``Store.open`` (DESIGN §5: open must cost little more than a raw
+The loop is the hot path of ``Store.open`` (docs/stores.md: open must cost little more than a raw
 select plus decode), so it is written flat, with locals, and falls back to the general (slower,
 fully explaining) functions only when a row fails, to produce the exact error.
 """
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ._grammar import TurnGrammar
-from ._strict import on_fresh_stack
-from .codec import (
+from .._grammar import TurnGrammar
+from .._strict import on_fresh_stack
+from ..codec import (
     CHAIN_VERSION,
     GENESIS_HASH,
     Row,
@@ -23,10 +23,10 @@ from .codec import (
     decode_surface,
     verify_rows,
 )
-from .errors import CorruptLogError, SurfaceError
-from .event import APPEND, Event
-from .registry import EventTypes, NewerVersion
-from .surface import SurfaceIndex, message_delta, plan_transition
+from ..errors import CorruptLogError, SurfaceError
+from ..event import APPEND, Event
+from ..registry import EventTypes, NewerVersion
+from ..surface import SurfaceIndex, message_delta, plan_transition
 
 __all__ = ("LogLoader",)
 

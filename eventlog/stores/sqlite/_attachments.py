@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ._sqlite_schema import rollback
+from ._schema import rollback
 
 __all__ = ("insert_attachment", "select_attachment")
 

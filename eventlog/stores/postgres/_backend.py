@@ -14,7 +14,7 @@ the SQLite store, across machines:
 - **Leases across hosts.** Hosts cannot see each other's processes, so a lease has an expiry
   on the server's clock, renewed by a heartbeat every ``lease_ttl / 3`` seconds (and by every
   write). A host that died stops renewing; after ``lease_ttl`` another host may take over.
-- **Follow** waits on ``LISTEN/NOTIFY`` (see :mod:`._pg_listen`), never by polling. With
+- **Follow** waits on ``LISTEN/NOTIFY`` (see :mod:`._listen`), never by polling. With
   ``power-loss`` the notification follows the commit (inside it, it would serialise every
   host's commits); with ``process-crash`` it is part of the write transaction.
 - **Connection loss** during a round raises :class:`~eventlog.StoreWriteError`; the writer
@@ -36,27 +36,28 @@ import asyncpg
 import msgspec
 from anyio.abc import TaskStatus
 
-from ..codec import Row
-from ..errors import (
+from ...codec import Row
+from ...errors import (
     ClosedError,
     CorruptLogError,
     SessionExistsError,
     ValidationError,
 )
-from ..writer import Batch
-from ._owners import owner_alive
-from ._pg_attachments import insert_attachment, select_attachment
-from ._pg_errors import DRIVER_ERRORS, translate
-from ._pg_leases import Leases
-from ._pg_listen import Listener, Notifier
-from ._pg_sql import Statements, setup_schema
-from .base import (
+from .._owners import owner_alive
+from .._writer import Batch
+from ..base import (
+    Backend,
     SessionInfo,
     SessionRecord,
     delete_refused,
     rows_in_chunks,
     session_not_found,
 )
+from ._attachments import insert_attachment, select_attachment
+from ._errors import DRIVER_ERRORS, translate
+from ._leases import Leases
+from ._listen import Listener, Notifier
+from ._sql import Statements, setup_schema
 
 __all__ = ("PostgresBackend",)
 
@@ -67,8 +68,8 @@ _CHUNK = 2000
 _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
-class PostgresBackend:
-    """Sessions in PostgreSQL tables (DESIGN §5), driven with asyncpg.
+class PostgresBackend(Backend):
+    """Sessions in PostgreSQL tables (docs/stores.md), driven with asyncpg.
 
     :param url: ``postgresql://user[:password]@host[:port]/database``; a ``schema`` query
         parameter is taken as the ``schema`` option, the rest goes to asyncpg.
@@ -133,7 +134,7 @@ class PostgresBackend:
         self._listener = Listener(self._connect, self._sql.channel)
         self._notifier = Notifier(self._connect, self._sql.channel, self._sql.notify)
         self._background = False
-        # See _pg_sql: notifying inside the write transaction serialises the commits that wait
+        # See _sql: notifying inside the write transaction serialises the commits that wait
         # for a WAL flush across the cluster; without that wait it saves a second transaction.
         self._notify_in_transaction = durability == "process-crash"
         self._leases = Leases(self._sql, self.lease_ttl)
@@ -414,6 +415,18 @@ class PostgresBackend:
         self._check_open(session_id)
         with self._translate("taking the writer lease", session_id):
             await self._leases.acquire(self._pool, session_id, owner)
+
+    async def writer_alive(self, session_id: str) -> bool:
+        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: ``writer`` and
+        ``lease_until``, on the server's clock."""
+        try:
+            found = await self._pool.fetchrow(self._sql.lease_holder, session_id)
+        except Exception:  # a lease we cannot read says nothing about the run
+            return False
+        if found is None:
+            return False
+        writer, remaining = found
+        return writer is not None and remaining is not None and remaining > 0
 
     async def release_lease(self, session_id: str, owner: str) -> None:
         if self._closed or self._pool is None:

@@ -4,7 +4,7 @@ Each function takes the connection first and does all of one operation's stateme
 operation costs one thread hop. Write operations run inside ``BEGIN IMMEDIATE`` (the write lock
 is taken up front, so a transaction never fails half-way on a lock upgrade) and roll back on any
 error. Table names are written ``{p}sessions``: the connection
-(:class:`~._sqlite_schema.PrefixedConnection`) puts the store's ``table_prefix`` there.
+(:class:`~._schema.PrefixedConnection`) puts the store's ``table_prefix`` there.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..codec import Row
-from ..errors import CorruptLogError, SessionBusyError, SessionExistsError
-from ..writer import Batch
-from ._owners import owner_alive
-from ._sqlite_schema import rollback
-from .base import SessionInfo, SessionRecord, delete_refused, session_not_found
+from ...codec import Row
+from ...errors import CorruptLogError, SessionBusyError, SessionExistsError
+from .._owners import owner_alive
+from .._writer import Batch
+from ..base import SessionInfo, SessionRecord, delete_refused, session_not_found
+from ._schema import rollback
 
 __all__ = (
     "acquire_lease",
@@ -475,3 +475,20 @@ def _info(row: tuple[Any, ...]) -> SessionInfo:
         )
     except (msgspec.DecodeError, msgspec.ValidationError, TypeError, UnicodeDecodeError) as exc:
         return SessionInfo(id=session_id, error=f"the session's record is damaged: {exc}")
+
+
+def writer_alive(path: str, prefix: str, session_id: str) -> bool:
+    """Whether a live process holds ``session_id``'s lease in the file at ``path``: its own
+    read-only connection, so it never waits behind the store's writer and never writes."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            found = db.execute(
+                f"SELECT writer FROM {prefix}sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+    holder = None if found is None else found[0]
+    return holder is not None and owner_alive(holder)

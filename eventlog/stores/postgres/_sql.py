@@ -1,6 +1,6 @@
 """The PostgreSQL store's schema and statements, all qualified with the store's schema name.
 
-Tables follow DESIGN §5: ``meta(format_version)``, ``sessions`` (with the writer lease:
+Tables follow docs/stores.md: ``meta(format_version)``, ``sessions`` (with the writer lease:
 ``writer`` and its expiry ``lease_until``, on the server's clock so hosts need not agree on
 time) and ``events``. Payloads are stored as ``text`` holding the exact JSON bytes the hash
 chain covers, so ``data::jsonb ->> 'turn'`` works for auditors while the bytes round-trip
@@ -15,9 +15,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..codec import FORMAT_VERSION
-from ..errors import UnsupportedFormatError
-from .base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
+from ...codec import FORMAT_VERSION
+from ...errors import UnsupportedFormatError
+from ..base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
 
@@ -70,13 +70,13 @@ CREATE TABLE IF NOT EXISTS {s}.events (
 # re-checks its condition on the row that round committed, so of two rounds expecting the same
 # head exactly one moves it); the rows of the sessions it moved are inserted. The ids of the
 # other sessions come back as conflicts. One statement instead of a PL/pgSQL function costs
-# the server ~0.1 ms less per round (measured: 0.34 against 0.44 ms, 18 rows).
+# the server time per round (benchmarks/POSTGRES.md).
 #
 # With $15 (the channel) it notifies followers in the same transaction. Only with
 # synchronous_commit=off: PostgreSQL serialises the commits of notifying transactions across
 # the cluster (a lock held until after the commit's WAL flush), which with synchronous_commit=on
-# would serialise the writers of every host (measured: 4 writers, 9.4k instead of 14.9k
-# events/s); then followers are notified after the commit (_pg_listen.Notifier).
+# would serialise the writers of every host (benchmarks/POSTGRES.md); then followers are
+# notified after the commit (_listen.Notifier).
 _WRITE = """
 WITH b AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])

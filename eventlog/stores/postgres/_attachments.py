@@ -11,7 +11,7 @@ from typing import Any
 
 import asyncpg
 
-from ._pg_sql import quote_ident
+from ._sql import quote_ident
 
 __all__ = ("insert_attachment", "select_attachment")
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import SessionBusyError
-from ._owners import owner_alive
-from ._pg_sql import Statements
-from .base import session_not_found
+from ...errors import SessionBusyError
+from .._owners import owner_alive
+from ..base import session_not_found
+from ._sql import Statements
 
 __all__ = ("Leases",)
 

@@ -1,6 +1,6 @@
 """The SQLite backend: ``sqlite:///path.db``, the embedded default store.
 
-One file holds many sessions (DESIGN §5). A writer connection in WAL mode, owned by one thread,
+One file holds many sessions (docs/stores.md). A writer connection in WAL mode, owned by one thread,
 writes each group-commit round as one ``BEGIN IMMEDIATE`` transaction in one thread hop; a
 reader connection serves ``read``, ``follow``, ``list`` and loads on the event loop's thread
 (see :meth:`SQLiteBackend._read` for why), so reads never wait behind a commit on the writer
@@ -9,26 +9,23 @@ thread. Driver errors are translated in :func:`_translated`.
 A round that a lone flush waits for (no other session of the store committed in the last
 50 ms: one agent flushing after its turn) is written on the event loop's own thread instead,
 when it is small (``inline_write_bytes``, 256 KiB by default), the writer thread is idle and no
-other process holds the write lock. Why, measured on this project's machine
-(``benchmarks/sqlite_bench.py`` prints both paths): the two thread switches of a hand-off cost
-35–90 µs, against a whole durable commit of about 150 µs for one row and 250 µs for a turn's 18
-rows, and the flush caller waits for all of it (single-event flush p50 200–250 µs in place,
-310–390 µs through the thread). The price: the event loop is blocked for that commit, fsync
-included (0.15–0.4 ms typically, 0.6 ms at p99 of 1,000 turns; about 3 ms for the commit that
-also checkpoints the WAL, once per ~1,000 pages written; a slow disk's hiccup shows there too).
+other process holds the write lock: the two thread switches of a hand-off cost a large share of
+a small durable commit, and the flush caller waits for all of it. The price: the event loop is
+blocked for that commit, fsync included (a slow disk's hiccup shows there too).
 
 Every other round goes to the thread, because there the event loop keeps running during the
-commit: other sessions commit meanwhile and share the next round's fsync (group commit; written
-in place, 8 sessions flushing every turn fell from 57,000 to 39,000 events/s), and the
-background writer's rounds overlap the app's work. A round that would wait for another
+commit: other sessions commit meanwhile and share the next round's fsync (group commit), and
+the background writer's rounds overlap the app's work. A round that would wait for another
 process's write lock goes to the thread too, so the loop never waits for ``busy_timeout``.
 ``inline_write_bytes=0`` sends every round to the thread.
 
 Known limit of the thread: it needs the GIL to start a round and between statements, and while
 the event loop is busy with Python work it rarely gets it (the loop releases the GIL at every
-poll and takes it straight back, so the waiting thread never asks for a forced switch): a round
-of 4,000 rows waited 41 ms to start while the app kept committing. Such a round is late, never
-lost, and a flush waits for it like for any other.
+poll and takes it straight back, so the waiting thread never asks for a forced switch). Such a
+round is late, never lost, and a flush waits for it like for any other.
+
+The figures behind these choices (``python -m benchmarks sqlite`` prints both write paths) are
+in ``benchmarks/SQLITE.md``.
 """
 
 from __future__ import annotations
@@ -42,12 +39,13 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from ..codec import Row
-from ..errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
-from ..writer import Batch, WriteDone
-from . import _sqlite_ops as ops
-from ._sqlite_attachments import insert_attachment, select_attachment
-from ._sqlite_schema import (
+from ...codec import Row
+from ...errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
+from .._writer import Batch, WriteDone
+from ..base import Backend, SessionInfo, SessionRecord, rows_in_chunks
+from . import _ops as ops
+from ._attachments import insert_attachment, select_attachment
+from ._schema import (
     SYNCHRONOUS,
     check_table_prefix,
     connect_reader,
@@ -55,8 +53,7 @@ from ._sqlite_schema import (
     prepare_schema,
     reserve_wal,
 )
-from ._sqlite_worker import Done, SQLiteWorker
-from .base import SessionInfo, SessionRecord, rows_in_chunks
+from ._worker import Done, SQLiteWorker
 
 __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
 
@@ -124,7 +121,7 @@ def _translated(
         raise EventLogError(message, session_id=session_id) from exc
 
 
-class SQLiteBackend:
+class SQLiteBackend(Backend):
     """Sessions in one SQLite file.
 
     :param path: the database file (created on first use; its directory must exist).
@@ -309,6 +306,11 @@ class SQLiteBackend:
                 self._wal_reserved = True
                 self._submit_writer(_ignore, reserve_wal, self.path)
 
+    async def writer_alive(self, session_id: str) -> bool:
+        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: the ``host:pid:random``
+        token in ``sessions.writer``, whose process is checked."""
+        return ops.writer_alive(self.path, self.table_prefix, session_id)
+
     async def release_lease(self, session_id: str, owner: str) -> None:
         if self._held.get(session_id) == owner:
             del self._held[session_id]
@@ -343,9 +345,8 @@ class SQLiteBackend:
         Why not a thread, as for writes: a read has no fsync to wait for and never waits for a
         writer in WAL mode, a hop costs more than most reads (a chunk of 1,000 rows takes about
         1.5 ms), and a reader thread would hold the GIL for most of a read anyway, building the
-        rows' Python objects. Measured: opening 18,000 events took 92 ms through a reader
-        thread and 85 ms here. The one wait a read can meet is another connection recovering
-        the WAL after a crash (milliseconds).
+        rows' Python objects (``benchmarks/SQLITE.md`` has the figures). The one wait a read
+        can meet is another connection recovering the WAL after a crash (milliseconds).
 
         :raises ClosedError: the store is closed.
         """

@@ -1,9 +1,9 @@
 """One stdlib ``sqlite3`` connection owned by one thread, called from async code.
 
-Why not aiosqlite or ``anyio.to_thread``: a turn's write is fsync-bound (about 0.3 ms) and every
+Why not aiosqlite or ``anyio.to_thread``: a turn's write is fsync-bound and short, so every
 thread hop shows. A dedicated thread fed by a :class:`queue.SimpleQueue` and answering through
 ``loop.call_soon_threadsafe`` costs one wake-up each way, cheaper than ``to_thread.run_sync``'s
-pool and limiter (see ``notes/sqlite-write-path.md``). A whole batch runs as one call, so a write
+pool and limiter (figures in ``benchmarks/SQLITE.md``). A whole batch runs as one call, so a write
 round is one hop. Calls run strictly one after another, so the connection is never shared.
 
 A call may also run on the event loop's own thread (:meth:`SQLiteWorker.run_here`) when the
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..errors import ClosedError
+from ...errors import ClosedError
 
 __all__ = ("Connect", "Done", "SQLiteWorker")
 

@@ -1,0 +1,53 @@
+"""The store engine's contracts are classes the implementations subclass, and a backend's
+optional abilities are runtime-checkable protocols (never found by name or ``getattr``)."""
+
+from __future__ import annotations
+
+import pydoc
+import re
+from pathlib import Path
+
+import pytest
+
+from eventlog.stores import Backend, LogStore, MemoryBackend, Store
+from eventlog.stores.base import BackgroundTask, InlineWrite, LeaseReader, MaskedUrl
+from eventlog.stores.postgres import PostgresBackend
+from eventlog.stores.sqlite import SQLiteBackend
+from recovery.testing import FaultyStore
+from recovery.testing.faulty import FaultyBackend
+
+STORES = Path(__file__).resolve().parent.parent / "eventlog" / "stores"
+
+
+def test_implementations_subclass_the_contracts_so_help_shows_them() -> None:
+    # The store and every backend name the protocol they implement ...
+    assert issubclass(LogStore, Store) and issubclass(FaultyStore, Store)
+    for backend in (MemoryBackend, SQLiteBackend, PostgresBackend, FaultyBackend):
+        assert issubclass(backend, Backend), backend
+    # ... so help() on them shows the contract, the guarantees documented once in base.
+    assert "Durable on return" in pydoc.render_doc(SQLiteBackend)
+    assert "SessionBusyError" in pydoc.render_doc(LogStore)
+
+
+def test_each_backend_has_exactly_the_abilities_it_implements(tmp_path: Path) -> None:
+    # Built, not started: the abilities are the objects' methods, not their state.
+    sqlite = SQLiteBackend(str(tmp_path / "a.db"))
+    postgres = PostgresBackend("postgresql://user:secret@127.0.0.1:5432/db")
+    memory = MemoryBackend()
+    assert isinstance(sqlite, InlineWrite) and not isinstance(postgres, InlineWrite)
+    assert isinstance(postgres, BackgroundTask) and not isinstance(sqlite, BackgroundTask)
+    assert isinstance(postgres, MaskedUrl) and "secret" not in postgres.display_url
+    for backend in (sqlite, postgres, memory):
+        assert isinstance(backend, LeaseReader) and isinstance(backend, Backend)
+    # The fault-injecting wrapper passes its backend's abilities through, and only those.
+    faulty = FaultyBackend(memory)
+    assert isinstance(faulty, LeaseReader) and isinstance(faulty, Backend)
+    assert not isinstance(faulty, InlineWrite | BackgroundTask | MaskedUrl)
+
+
+@pytest.mark.parametrize("path", sorted(STORES.rglob("*.py")), ids=lambda p: p.name)
+def test_no_ability_is_found_by_name(path: Path) -> None:
+    # Capabilities are checked with isinstance against the protocols above.
+    text = path.read_text()
+    assert re.search(r"getattr\((self\.)?backend\b", text) is None
+    assert re.search(r"type\((self\.)?backend\)\.__name__", text) is None
