@@ -1,4 +1,4 @@
-"""The agent: turns and steps over a durable session (DESIGN §8).
+"""The agent: turns and steps over a durable session (docs/architecture.md).
 
 A turn: ``turn/start``, then steps until the model stops asking for tools. A step: claim the
 inbox (``agent/inbox/spliced``), ``step/start``, the claimed ``user/message`` s, the request

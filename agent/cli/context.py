@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eventlog import EventTypes, open_store
-from eventlog.ids import validate_session_id
 from eventlog.stores import LogStore, SessionRecord
 
 from ..report import Loaded, load_session
