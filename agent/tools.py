@@ -27,6 +27,8 @@ __all__ = (
     "Toolbox",
     "tool",
     "Body",
+    "Returned",
+    "as_output",
     "spec_of",
 )
 
