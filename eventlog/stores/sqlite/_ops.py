@@ -391,15 +391,25 @@ def _holder(raw: bytes | None) -> str | None:
     return None if raw is None else bytes(raw).decode(errors="backslashreplace")
 
 
+#: The lease holder's token as bytes: a damaged one must not fail the read (see `_holder`).
+_HOLDER = "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?"
+
+
+def _stored_holder(connection: sqlite3.Connection, session_id: str) -> str | None:
+    """The holder of ``session_id``'s lease (``None``: free).
+
+    :raises SessionNotFoundError: no such session.
+    """
+    found = connection.execute(_HOLDER, (session_id,)).fetchone()
+    if found is None:
+        raise session_not_found(session_id)
+    return _holder(found[0])
+
+
 def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     connection.execute("BEGIN IMMEDIATE")
     try:
-        found = connection.execute(
-            "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        if found is None:
-            raise session_not_found(session_id)
-        holder = _holder(found[0])
+        holder = _stored_holder(connection, session_id)
         if holder is not None and holder != owner and owner_alive(holder):
             raise SessionBusyError(
                 f"session {session_id!r} is open for writing by {holder}",
@@ -426,12 +436,7 @@ def delete_session(
     (unless ``force``: that writer is then fenced at its next write)."""
     connection.execute("BEGIN IMMEDIATE")
     try:
-        found = connection.execute(
-            "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        if found is None:
-            raise session_not_found(session_id)
-        holder = _holder(found[0])
+        holder = _stored_holder(connection, session_id)
         if not force and holder is not None and holder != owner and owner_alive(holder):
             raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
@@ -483,12 +488,10 @@ def writer_alive(path: str, prefix: str, session_id: str) -> bool:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
         try:
-            found = db.execute(
-                f"SELECT writer FROM {prefix}sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            found = db.execute(_HOLDER.replace("{p}", prefix), (session_id,)).fetchone()
         finally:
             db.close()
     except sqlite3.Error:
         return False
-    holder = None if found is None else found[0]
+    holder = None if found is None else _holder(found[0])
     return holder is not None and owner_alive(holder)
