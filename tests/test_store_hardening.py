@@ -36,6 +36,7 @@ from eventlog import (
 from eventlog.codec import make_row
 from eventlog.stores import Batch, LogStore
 from eventlog.stores.memory import MemoryData
+from eventlog.testing import lease_refusals
 from recovery.testing import FaultyStore, SimulatedCrash
 from tests.pg_children.server import fresh_schema, raw_connection, store_url
 
@@ -277,17 +278,7 @@ async def test_agent_resume_passes_wait_through(place: Place) -> None:
             await Agent.resume(second, "s", ScriptedModel([]), wait=0.05)
         # A long one returns once the holder closes, which happens only after the waiting
         # resume was refused at least once (seen through the backend): it really waited.
-        refused = anyio.Event()
-        acquire = second.backend.acquire_lease
-
-        async def watched(session_id: str, owner: str) -> None:
-            try:
-                await acquire(session_id, owner)
-            except SessionBusyError:
-                refused.set()
-                raise
-
-        second.backend.acquire_lease = watched  # type: ignore[method-assign]
+        refused = lease_refusals(second)
         agents: list[Agent] = []
         async with anyio.create_task_group() as tg:
 

@@ -48,7 +48,7 @@ from ..session import Session
 from ..stores.logstore import LogStore
 from ..vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
 
-__all__ = ("StoreConformance", "flip_a_letter")
+__all__ = ("StoreConformance", "flip_a_letter", "lease_refusals")
 
 
 class _Note(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,6 +83,24 @@ async def _texts(store: LogStore, session_id: str) -> list[str]:
 
 def _same(a: list[Event], b: list[Event]) -> None:
     assert [msgspec.to_builtins(e) for e in a] == [msgspec.to_builtins(e) for e in b]
+
+
+def lease_refusals(store: LogStore) -> anyio.Event:
+    """An event set the first time ``store`` is refused a writer lease (``SessionBusyError``
+    from its backend), so a test can tell that a waiting ``open(wait=...)`` really waited
+    before it lets the holder go. It watches ``store``'s backend from then on."""
+    refused = anyio.Event()
+    acquire = store.backend.acquire_lease
+
+    async def watched(session_id: str, owner: str) -> None:
+        try:
+            await acquire(session_id, owner)
+        except SessionBusyError:
+            refused.set()
+            raise
+
+    store.backend.acquire_lease = watched  # type: ignore[method-assign]
+    return refused
 
 
 def flip_a_letter(data: bytes) -> bytes:
@@ -429,17 +447,7 @@ class StoreConformance:
                     await second.open("s", wait=bad)  # type: ignore[arg-type]
             # A waiting open returns once the holder closes; the holder closes only after the
             # waiter was refused at least once (seen through the backend), so it really waited.
-            refused = anyio.Event()
-            acquire = second.backend.acquire_lease
-
-            async def watched(session_id: str, owner: str) -> None:
-                try:
-                    await acquire(session_id, owner)
-                except SessionBusyError:
-                    refused.set()
-                    raise
-
-            second.backend.acquire_lease = watched  # type: ignore[method-assign]
+            refused = lease_refusals(second)
             opened: list[Session] = []
             async with anyio.create_task_group() as tg:
 
