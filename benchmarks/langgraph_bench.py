@@ -101,16 +101,21 @@ async def _count(saver: BaseCheckpointSaver[Any]) -> int:
     return len([t async for t in saver.alist(_CONFIG)])
 
 
+async def _run_async(saver: BaseCheckpointSaver[Any], turns: int, mode: str) -> tuple[float, int]:
+    """The graph on an async saver for ``turns`` turns: seconds taken, checkpoints stored."""
+    graph = _graph(saver)
+    start = time.perf_counter()
+    for turn in range(1, turns + 1):
+        await graph.ainvoke(_input(turn), _CONFIG, durability=mode)
+    seconds = time.perf_counter() - start
+    return seconds, await _count(saver)
+
+
 def _eventlog(path: Path, turns: int, mode: str) -> _Run:
     async def run() -> _Run:
         async with open_store(f"sqlite:///{path}", types=langgraph_types()) as store:
             async with EventlogSaver(store) as saver:
-                graph = _graph(saver)
-                start = time.perf_counter()
-                for turn in range(1, turns + 1):
-                    await graph.ainvoke(_input(turn), _CONFIG, durability=mode)
-                seconds = time.perf_counter() - start
-                checkpoints = await _count(saver)
+                seconds, checkpoints = await _run_async(saver, turns, mode)
         return seconds, checkpoints, database_bytes(path)
 
     return asyncio.run(run())
@@ -130,12 +135,7 @@ def _sqlite(path: Path, turns: int, mode: str) -> _Run:
 def _async_sqlite(path: Path, turns: int, mode: str) -> _Run:
     async def run() -> _Run:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-            graph = _graph(saver)
-            start = time.perf_counter()
-            for turn in range(1, turns + 1):
-                await graph.ainvoke(_input(turn), _CONFIG, durability=mode)
-            seconds = time.perf_counter() - start
-            checkpoints = await _count(saver)
+            seconds, checkpoints = await _run_async(saver, turns, mode)
         return seconds, checkpoints, database_bytes(path)
 
     return asyncio.run(run())
