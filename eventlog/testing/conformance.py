@@ -234,6 +234,27 @@ class StoreConformance:
             with pytest.raises(ValidationError, match="list limit must be at least 1"):
                 await store.list(limit=0)
 
+    async def test_list_pages_walk_every_session_once_in_id_order(self) -> None:
+        async with self.make_store() as store:
+            names = ["k", "b2", "b10", "a", "zz", "m", "b1", "a0"]
+            for name in names:
+                await (await store.create(session_id=name)).aclose()
+            # A deleted session leaves the pages; one created again comes back in its place.
+            await store.delete("m")
+            await store.delete("zz")
+            await (await store.create(session_id="zz")).aclose()
+            pages, after = [], None
+            while True:
+                page = await store.list(after=after, limit=3)
+                pages.append([i.id for i in page])
+                if len(page) < 3:
+                    break
+                after = page[-1].id
+            assert pages == [["a", "a0", "b1"], ["b10", "b2", "k"], ["zz"]]
+            # A page may start after an id that is not stored.
+            assert [i.id for i in await store.list(after="b3", limit=10)] == ["k", "zz"]
+            assert await store.list(after="zz") == []
+
     async def test_list_reports_heads_and_last_activity(self) -> None:
         async with self.make_store() as store:
             session = await store.create(session_id="s")
