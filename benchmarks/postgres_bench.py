@@ -9,7 +9,8 @@ Figures (each the median of several runs, store and raw alternating in the same 
 - group commit: many sessions written by the background writer, no flush per turn;
 - single-event flush latency p50/p99;
 - open of an 18,000-event session against a raw select of its rows plus msgspec decode;
-- four writer processes on four sessions: aggregate throughput, and the same with raw asyncpg.
+- four writer processes on four sessions: aggregate throughput, and the same with raw asyncpg;
+- the first page of ``list`` with 100 sessions stored against 10,000 (issue 19).
 
 The server is ``EVENTLOG_BENCH_POSTGRES_URL`` (default the local one, database
 ``eventlog_bench``, created when missing); each run works in its own schema, dropped at the end.
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -34,6 +36,7 @@ from eventlog.codec import Row
 from eventlog.stores import MemoryData
 
 from ._harness import Figure, Stats, print_figure
+from ._pages import list_pages
 from .workload import EVENTS_PER_TURN, TurnEvent, append_turn, turn_events
 
 __all__ = ("main",)
@@ -315,6 +318,17 @@ def _throughput(schema: str, turns: int, runs: int, durability: str) -> None:
     print_figure(Figure("  ratio store / raw (paired runs)", ratios, "×", "≥0.8"))
 
 
+def _list(schema: str, runs: int) -> None:
+    # Two schemas of their own (the stores create them), dropped with the run's.
+    rows = anyio.run(_encoded_rows, 1)[0]
+    urls = (_store_url(f"{schema}_list_small"), _store_url(f"{schema}_list_big"))
+    try:
+        anyio.run(partial(list_pages, urls, rows, runs, durability="process-crash"))
+    finally:
+        for url_schema in (f"{schema}_list_small", f"{schema}_list_big"):
+            anyio.run(_sql, f'DROP SCHEMA IF EXISTS "{url_schema}" CASCADE')
+
+
 def main(quick: bool = False) -> None:
     try:
         anyio.run(_prepare_database)
@@ -360,6 +374,7 @@ def main(quick: bool = False) -> None:
         print_figure(Figure(f"raw asyncpg: {label}", Stats(tuple(r for _, r in pairs)), "events/s"))
         ratios = Stats(tuple(s / r for s, r in pairs))
         print_figure(Figure("  ratio store / raw (runs one after the other)", ratios, "×"))
+        _list(schema, runs)
     finally:
         anyio.run(_sql, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 

@@ -3,7 +3,8 @@
 Figures (issue 3, "Measure"): durable throughput flushing once per turn; group commit by the
 background writer over many sessions; ``open`` of an 18,000-event session against a raw
 ``select`` plus ``msgspec`` decode; single-event flush latency against raw ``fsync``; ``open``
-time and peak memory as a session grows to 160,000 events. Store runs and raw runs alternate so
+time and peak memory as a session grows to 160,000 events; the first page of ``list`` with 100
+sessions stored against 10,000 (issue 19). Store runs and raw runs alternate so
 drift on the shared machine hits both alike; every ratio is computed per pair of runs.
 Payloads are built before the clock starts: the figures are the store's cost, not the app's.
 """
@@ -18,6 +19,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,6 +34,7 @@ from eventlog.stores.sqlite import SQLiteBackend
 from eventlog.stores.sqlite._schema import reserve_wal
 
 from ._harness import Figure, Stats, print_figure
+from ._pages import list_pages
 from .workload import EVENTS_PER_TURN, TurnEvent, turn_events
 
 __all__ = ("main",)
@@ -506,6 +509,13 @@ def _growth(directory: Path, runs: int, sizes: list[int]) -> None:
         path.unlink()
 
 
+def _list(directory: Path, runs: int) -> None:
+    # One turn's rows per session, without fsync while filling: the figure is the read.
+    rows = anyio.run(_encoded_rows, 1)
+    urls = (f"sqlite:///{directory / 'list-small.db'}", f"sqlite:///{directory / 'list-big.db'}")
+    anyio.run(partial(list_pages, urls, rows, runs, durability="process-crash"))
+
+
 def _with_directory(measure: Callable[[Path], None]) -> None:
     with tempfile.TemporaryDirectory(prefix="eventlog-bench-") as name:
         measure(Path(name))
@@ -519,4 +529,5 @@ def main(quick: bool = False) -> None:
     _with_directory(lambda d: _latency(d, 3 if quick else 5, 100 if quick else 300))
     sizes = [100, 1000] if quick else [1000, 3000, 8889]
     _with_directory(lambda d: _growth(d, 1 if quick else 3, sizes))
+    _with_directory(lambda d: _list(d, runs))
     print(f"  (median of {runs} alternating runs; spread is min–max)", flush=True)

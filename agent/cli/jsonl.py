@@ -7,8 +7,9 @@ process does not know round-trips byte for byte). Import recomputes the hash cha
 bytes, so a file edited after export is refused. Several exports concatenated form a valid
 file of several sessions.
 
-``{"kind": "session", "format": 1, "id": …, "created_at": …, "parent_id": …, "fork_seq": …,
-"metadata": {…}, "head": N}`` then N+1 lines ``{"kind": "event", "seq": …, "type": …, "time": …,
+``{"kind": "session", "id": …, "created_at": …, "parent_id": …, "fork_seq": …,
+"metadata": {…}, "head": N, "format": 2}`` (the session's record, :class:`SessionRecord`),
+then N+1 lines ``{"kind": "event", "seq": …, "type": …, "time": …,
 "surface": null | "append" | "replace:START:END", "sources": […], "ignorable": …,
 "hash": "hex", "data": {…}}``. A payload that is not one line of valid JSON (only a damaged
 row) is carried as ``"data_b64"`` (``"data"`` is then ``null``). Format 2 adds, after a
@@ -21,7 +22,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import msgspec
 
@@ -46,15 +46,11 @@ __all__ = (
 EXPORT_FORMAT = 2
 
 
-class SessionLine(msgspec.Struct, kw_only=True, tag_field="kind", tag="session"):
-    """The header of one session in an export."""
+class SessionLine(SessionRecord, frozen=True, kw_only=True, tag_field="kind", tag="session"):
+    """The header of one session in an export: the session's record (its head required) and
+    the export format's version."""
 
     format: int
-    id: str
-    created_at: int
-    parent_id: str | None = None
-    fork_seq: int | None = None
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     head: int
 
 
@@ -97,17 +93,7 @@ class FormatError(ValueError):
 
 def session_line(record: SessionRecord) -> bytes:
     """The header line of ``record`` (no newline)."""
-    return _encoder.encode(
-        SessionLine(
-            format=EXPORT_FORMAT,
-            id=record.id,
-            created_at=record.created_at,
-            parent_id=record.parent_id,
-            fork_seq=record.fork_seq,
-            metadata=record.metadata,
-            head=record.head,
-        )
-    )
+    return _encoder.encode(SessionLine(format=EXPORT_FORMAT, **msgspec.structs.asdict(record)))
 
 
 def event_line(row: Row) -> bytes:
@@ -211,14 +197,7 @@ def _record(item: SessionLine, name: str, number: int) -> SessionRecord:
             f"{name}:{number}: export format {item.format} is newer than this eventlog "
             f"reads ({EXPORT_FORMAT}); upgrade eventlog"
         )
-    return SessionRecord(
-        id=item.id,
-        created_at=item.created_at,
-        parent_id=item.parent_id,
-        fork_seq=item.fork_seq,
-        metadata=item.metadata,
-        head=item.head,
-    )
+    return SessionRecord(**{name: getattr(item, name) for name in SessionRecord.__struct_fields__})
 
 
 def _row(item: EventLine, name: str, number: int) -> Row:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from eventlog import EventLogError, SessionInfo
 from eventlog.stores import LogStore, writer_alive
 from projections import timeline
@@ -31,17 +33,16 @@ def fault_json(fault: EventLogError | None) -> dict[str, Any] | None:
 
 
 async def describe_session(store: LogStore, info: SessionInfo) -> dict[str, Any]:
-    """One row of ``sessions``; a session that cannot be read is reported, never raised."""
+    """One row of ``sessions``: the listed record's fields (:class:`SessionInfo`, its head
+    shown as the count of ``events``), then what reading the session found (``turns``,
+    ``state``, ``error``). A session that cannot be read is reported, never raised."""
+    listed = msgspec.structs.asdict(info)
+    head = listed.pop("head")
     row: dict[str, Any] = {
-        "id": info.id,
-        "created_at": info.created_at,
-        "events": info.head + 1,
+        **listed,
+        "events": head + 1,
         "turns": 0,
-        "last_time": info.last_time,
         "state": "corrupt",
-        "parent_id": info.parent_id,
-        "fork_seq": info.fork_seq,
-        "metadata": info.metadata,
         "error": None,
     }
     if info.error is not None:

@@ -47,13 +47,13 @@ async def unknown_type(
     if not isinstance(fault, UnsupportedFormatError) or fault.seq is None:
         return None, fault
     row = None
-    async for chunk in store.backend.read_rows(session_id, fault.seq, 1):
+    async for chunk in store.read_rows(session_id, fault.seq, 1):
         row = chunk[0] if chunk else row
     if row is None or row.ignorable or row.type in store.types:
         return None, fault
     previous, count = b"", 0
     try:
-        async for chunk in store.backend.read_rows(session_id, 0, None):
+        async for chunk in store.read_rows(session_id, 0, None):
             rows = list(chunk)
             previous = verify_rows(rows, previous, count, session_id=session_id)
             count += len(rows)

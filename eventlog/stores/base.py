@@ -96,7 +96,12 @@ async def rows_in_chunks(
 
 
 class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """A session's row in the ``sessions`` table, as backends exchange it."""
+    """A session's row in the ``sessions`` table, as backends exchange it: the one definition
+    of a session's record. :class:`SessionInfo` (a ``list`` entry) and the export format's
+    session line extend it; the CLI, the report and the web app format it.
+
+    :ivar head: the seq of the session's last durable event (``-1``: none).
+    """
 
     id: str
     created_at: int
@@ -106,16 +111,15 @@ class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
     head: int = -1
 
 
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """One entry of :meth:`Store.list`. ``error`` is set (and the rest may be partial) when the
-    session's record could not be read; listing never fails because of one bad session."""
+class SessionInfo(SessionRecord, frozen=True, kw_only=True):
+    """One entry of :meth:`Store.list`: the session's record and the time of its last event.
+    ``error`` is set (and the rest may be partial: ``created_at`` is then 0 when unread) when
+    the session's record could not be read; listing never fails because of one bad session.
 
-    id: str
+    :ivar last_time: the ``time`` of the event at ``head`` (``None``: no event).
+    """
+
     created_at: int = 0
-    head: int = -1
-    parent_id: str | None = None
-    fork_seq: int | None = None
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     last_time: int | None = None
     error: str | None = None
 

@@ -10,7 +10,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -278,6 +278,7 @@ class LogStore(Store):
                 await self.backend.acquire_lease(sid, self._owner)
                 return
             except SessionBusyError:
+                self._note_lease_refused()
                 remaining = deadline - anyio.current_time()
                 if remaining <= 0:
                     raise
@@ -507,6 +508,63 @@ class LogStore(Store):
                 session_id=sid,
             )
         await self.backend.delete_session(sid, self._owner, force=force)
+
+    # -- for test and fault tools: what they need of the backend, without reaching into it ------
+
+    #: Set by :meth:`watch_lease_refusals`; the next refused lease sets it.
+    _lease_refused: anyio.Event | None = None
+
+    def watch_lease_refusals(self) -> anyio.Event:
+        """An event set the first time from now on that this store is refused a session's
+        writer lease because a live writer holds it (also each time a waiting
+        ``open(..., wait=...)`` looks again), so a test can tell that an open really waited
+        before it lets the holder go. A second call starts a new watch."""
+        self._lease_refused = anyio.Event()
+        return self._lease_refused
+
+    def _note_lease_refused(self) -> None:
+        if self._lease_refused is not None:
+            self._lease_refused.set()
+
+    async def drop_lease(self, session_id: str) -> None:
+        """Clear this store's writer lease on ``session_id`` in the stored record and forget
+        it, leaving the open :class:`~eventlog.Session` as it is: what a lease lost to expiry
+        looks like. Another store may then open the session, and this store's session is
+        fenced at its next write (``ConflictError``). For tests of fencing.
+
+        :raises ValidationError: the id is malformed.
+        :raises ClosedError: the store is closed.
+        """
+        self._check_open()
+        await self.backend.release_lease(validate_session_id(session_id), self._owner)
+
+    async def simulate_crash(self) -> None:
+        """Close the backend's connections now, as a killed process loses them: nothing
+        pending is written and no lease is released. Leave the store with :meth:`aclose`
+        afterwards: its final writes and releases then fail (logged, never raised), as a dead
+        process's never happen. For crash tests; idempotent."""
+        if self._backend_open:
+            await self.backend.close()
+
+    def options_over(self, wrap: Callable[[Backend], Backend]) -> dict[str, Any]:
+        """The keyword arguments of a new :class:`LogStore` like this one (its event types,
+        event size and nesting limits, url) over ``wrap(backend)``: how a tool interposes on
+        a store's backend (``recovery.testing.FaultyStore`` injects write faults so). The new
+        store owns the backend from then on: this one must not be used afterwards.
+
+        :raises ValidationError: this store was entered already (its backend is in use).
+        """
+        if self._started or self._closed:
+            raise ValidationError(
+                f"store {self.url!r} was entered already: wrap a store that is not yet entered"
+            )
+        return {
+            "backend": wrap(self.backend),
+            "types": self.types,
+            "max_event_bytes": self.max_event_bytes,
+            "max_nesting": self.max_nesting,
+            "url": self.url,
+        }
 
 
 def _seconds(wait: object, sid: str) -> float:

@@ -6,6 +6,7 @@ process restart (what was written survives, pending commits and leases do not).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -25,16 +26,32 @@ _CHUNK = 1000
 
 @dataclass
 class MemoryData:
-    """The memory store's durable state: session records and their rows."""
+    """The memory store's durable state: session records and their rows.
+
+    :ivar ids: the ids of ``records`` in order (``list`` pages through it by bisection); built
+        from ``records`` when not given, and kept in step by the backend.
+    """
 
     records: dict[str, SessionRecord] = field(default_factory=dict)
     rows: dict[str, list[Row]] = field(default_factory=dict)
     leases: dict[str, str] = field(default_factory=dict)
     attachments: dict[str, bytes] = field(default_factory=dict)
+    ids: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ids is None:
+            self.ids = sorted(self.records)
 
     def restarted(self) -> MemoryData:
         """The same stored data as seen by a new process: leases are gone."""
-        return MemoryData(records=self.records, rows=self.rows, attachments=self.attachments)
+        return MemoryData(
+            records=self.records, rows=self.rows, attachments=self.attachments, ids=self.ids
+        )
+
+    def sorted_ids(self) -> list[str]:
+        """:attr:`ids`, in id order."""
+        assert self.ids is not None  # set in __post_init__
+        return self.ids
 
 
 class MemoryBackend(Backend):
@@ -62,6 +79,7 @@ class MemoryBackend(Backend):
         head = rows[-1].seq if rows else -1
         self.data.records[record.id] = msgspec.structs.replace(record, head=head)
         self.data.rows[record.id] = list(rows)
+        bisect.insort(self.data.sorted_ids(), record.id)
         self._notify()
 
     async def get_session(self, session_id: str) -> SessionRecord:
@@ -121,9 +139,11 @@ class MemoryBackend(Backend):
             del self.data.leases[session_id]
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
-        ids = sorted(i for i in self.data.records if after is None or i > after)[:limit]
+        # Keyset paging over the ordered ids: a page costs its sessions, not the store.
+        ids = self.data.sorted_ids()
+        start = 0 if after is None else bisect.bisect_right(ids, after)
         infos = []
-        for sid in ids:
+        for sid in ids[start : start + limit]:
             record = self.data.records[sid]
             rows = self.data.rows.get(sid, [])
             infos.append(
@@ -145,6 +165,8 @@ class MemoryBackend(Backend):
         if not force and holder is not None and holder != owner and owner_alive(holder):
             raise delete_refused(session_id, holder)
         del self.data.records[session_id]
+        ids = self.data.sorted_ids()
+        del ids[bisect.bisect_left(ids, session_id)]
         self.data.rows.pop(session_id, None)
         self.data.leases.pop(session_id, None)
         self._notify()

@@ -86,21 +86,10 @@ def _same(a: list[Event], b: list[Event]) -> None:
 
 
 def lease_refusals(store: LogStore) -> anyio.Event:
-    """An event set the first time ``store`` is refused a writer lease (``SessionBusyError``
-    from its backend), so a test can tell that a waiting ``open(wait=...)`` really waited
-    before it lets the holder go. It watches ``store``'s backend from then on."""
-    refused = anyio.Event()
-    acquire = store.backend.acquire_lease
-
-    async def watched(session_id: str, owner: str) -> None:
-        try:
-            await acquire(session_id, owner)
-        except SessionBusyError:
-            refused.set()
-            raise
-
-    store.backend.acquire_lease = watched  # type: ignore[method-assign]
-    return refused
+    """An event set the first time ``store`` is refused a writer lease (``SessionBusyError``:
+    a live writer holds it), so a test can tell that a waiting ``open(wait=...)`` really
+    waited before it lets the holder go (:meth:`LogStore.watch_lease_refusals`)."""
+    return store.watch_lease_refusals()
 
 
 def flip_a_letter(data: bytes) -> bytes:
@@ -245,6 +234,27 @@ class StoreConformance:
             with pytest.raises(ValidationError, match="list limit must be at least 1"):
                 await store.list(limit=0)
 
+    async def test_list_pages_walk_every_session_once_in_id_order(self) -> None:
+        async with self.make_store() as store:
+            names = ["k", "b2", "b10", "a", "zz", "m", "b1", "a0"]
+            for name in names:
+                await (await store.create(session_id=name)).aclose()
+            # A deleted session leaves the pages; one created again comes back in its place.
+            await store.delete("m")
+            await store.delete("zz")
+            await (await store.create(session_id="zz")).aclose()
+            pages, after = [], None
+            while True:
+                page = await store.list(after=after, limit=3)
+                pages.append([i.id for i in page])
+                if len(page) < 3:
+                    break
+                after = page[-1].id
+            assert pages == [["a", "a0", "b1"], ["b10", "b2", "k"], ["zz"]]
+            # A page may start after an id that is not stored.
+            assert [i.id for i in await store.list(after="b3", limit=10)] == ["k", "zz"]
+            assert await store.list(after="zz") == []
+
     async def test_list_reports_heads_and_last_activity(self) -> None:
         async with self.make_store() as store:
             session = await store.create(session_id="s")
@@ -329,7 +339,7 @@ class StoreConformance:
             _user(stale, "first")
             await stale.flush()
             # The stale writer's lease is lost (as after an expiry) and another writer moves on.
-            await store.backend.release_lease("s", store._owner)
+            await store.drop_lease("s")
             winner = await other.open("s")
             _user(winner, "winner")
             await winner.flush()
@@ -446,7 +456,7 @@ class StoreConformance:
                 with pytest.raises(ValidationError, match="wait must be a number of seconds"):
                     await second.open("s", wait=bad)  # type: ignore[arg-type]
             # A waiting open returns once the holder closes; the holder closes only after the
-            # waiter was refused at least once (seen through the backend), so it really waited.
+            # waiter was refused at least once (the store says so), so it really waited.
             refused = lease_refusals(second)
             opened: list[Session] = []
             async with anyio.create_task_group() as tg:

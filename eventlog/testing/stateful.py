@@ -88,7 +88,7 @@ class _Running:
     def crash(self) -> None:
         # The process dies: the disk stops taking writes first, then the objects are dropped
         # (their final writes fail, which is what a dead process's writes do).
-        self.portal.call(self.store.backend.close)
+        self.portal.call(self.store.simulate_crash)
         self._context.__exit__(None, None, None)
 
 

@@ -24,7 +24,6 @@ from typing import Any
 
 from eventlog import SessionInfo, StoreWriteError
 from eventlog.codec import Row
-from eventlog.session import DEFAULT_MAX_EVENT_BYTES
 from eventlog.stores import Batch
 from eventlog.stores.base import Backend, SessionRecord
 from eventlog.stores.logstore import LogStore
@@ -150,25 +149,23 @@ class FaultyStore(LogStore):
         crash_after_write: bool = False,
         write_delay: float = 3600.0,
     ) -> None:
+        def faulty(backend: Backend) -> FaultyBackend:
+            return FaultyBackend(
+                backend,
+                fail_at=fail_at,
+                failures=failures,
+                crash_at=crash_at,
+                crash_after_write=crash_after_write,
+            )
+
         if isinstance(store, LogStore):
-            backend, types, url = store.backend, store.types, store.url
-            max_event_bytes = store.max_event_bytes
+            options = store.options_over(faulty)
         else:
-            backend, types, url, max_event_bytes = store, None, "", DEFAULT_MAX_EVENT_BYTES
-        self.faults = FaultyBackend(
-            backend,
-            fail_at=fail_at,
-            failures=failures,
-            crash_at=crash_at,
-            crash_after_write=crash_after_write,
-        )
-        super().__init__(
-            self.faults,
-            types=types,
-            write_delay=write_delay,
-            max_event_bytes=max_event_bytes,
-            url=f"faulty+{url}" if url else "faulty",
-        )
+            options = {"backend": faulty(store), "url": ""}
+        self.faults: FaultyBackend = options["backend"]
+        url = options["url"]
+        options["url"] = f"faulty+{url}" if url else "faulty"
+        super().__init__(**options, write_delay=write_delay)
 
     async def __aenter__(self) -> FaultyStore:
         await super().__aenter__()

@@ -290,7 +290,10 @@ class PostgresBackend(Backend):
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         self._check_open()
         with self._translate("listing sessions", write=False):
-            found = await self._pool.fetch(self._sql.list_sessions, after, limit)
+            if after is None:
+                found = await self._pool.fetch(self._sql.list_sessions, limit)
+            else:
+                found = await self._pool.fetch(self._sql.list_sessions_after, limit, after)
         return [_info(r) for r in found]
 
     async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ._schema import rollback
+from ._transaction import transaction
 
 __all__ = ("insert_attachment", "select_attachment")
 
@@ -19,18 +19,13 @@ _CREATE = "CREATE TABLE IF NOT EXISTS {p}attachments (digest TEXT PRIMARY KEY, d
 
 def insert_attachment(connection: sqlite3.Connection, digest: str, data: bytes) -> None:
     """Store ``data`` under ``digest`` unless it is there already (same digest, same bytes)."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(connection):
         connection.execute(_CREATE)
         connection.execute(
             "INSERT INTO {p}attachments (digest, data) VALUES (?, ?)"
             " ON CONFLICT (digest) DO NOTHING",
             (digest, data),
         )
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
 
 
 def select_attachment(connection: sqlite3.Connection, digest: str) -> bytes | None:

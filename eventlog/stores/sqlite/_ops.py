@@ -1,17 +1,16 @@
 """The SQL of the SQLite backend: plain functions run on a worker thread, one call per hop.
 
 Each function takes the connection first and does all of one operation's statements, so an
-operation costs one thread hop. Write operations run inside ``BEGIN IMMEDIATE`` (the write lock
-is taken up front, so a transaction never fails half-way on a lock upgrade) and roll back on any
-error. Table names are written ``{p}sessions``: the connection
-(:class:`~._schema.PrefixedConnection`) puts the store's ``table_prefix`` there.
+operation costs one thread hop. Write operations run in :func:`~._transaction.transaction`
+(``BEGIN IMMEDIATE``, rolled back on any error). Table names are written ``{p}sessions``: the
+connection (:class:`~._schema.PrefixedConnection`) puts the store's ``table_prefix`` there.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -20,7 +19,7 @@ from ...errors import CorruptLogError, SessionBusyError, SessionExistsError
 from .._owners import owner_alive
 from .._writer import Batch
 from ..base import SessionInfo, SessionRecord, delete_refused, session_not_found
-from ._schema import rollback
+from ._transaction import WriteLockBusy, transaction, waiting_for_lock
 
 __all__ = (
     "acquire_lease",
@@ -83,7 +82,6 @@ _SELECT_RAW_ROWS = (
     "ignorable, CAST(data AS BLOB), hash FROM {p}events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
 )
-T = TypeVar("T")
 _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
 _encoder = msgspec.json.Encoder()
 
@@ -107,11 +105,6 @@ def _packed(batches: Iterable[tuple[str, Sequence[Row]]]) -> tuple[str, bytes, b
     return _encoder.encode(envelopes).decode(), b"".join(datas), b"".join(hashes)
 
 
-class WriteLockBusy(Exception):
-    """Another connection holds the database's write lock; :func:`write_batches_now` does not
-    wait for it (the caller hands the round to the writer thread, which does)."""
-
-
 def write_batches(
     connection: sqlite3.Connection,
     batches: Sequence[Batch],
@@ -126,25 +119,27 @@ def write_batches(
     For the writer thread: waits up to ``busy_timeout_ms`` for another process's write lock,
     and writes the round in four statements (see :data:`_INSERT`).
     """
-    _begin(connection, busy_timeout_ms)
+    heads = [
+        (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
+        for b in batches
+    ]
     try:
-        heads = [
-            (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
-            for b in batches
-        ]
-        moved = connection.execute(_MOVE_HEADS, (_encoder.encode(heads).decode(),)).rowcount
-        if moved == len(batches):
+        with transaction(connection, wait_ms=busy_timeout_ms):
+            moved = connection.execute(_MOVE_HEADS, (_encoder.encode(heads).decode(),)).rowcount
+            if moved != len(batches):
+                raise _HeadMoved
             connection.execute(_INSERT, _packed((b.session_id, b.rows) for b in batches))
-            connection.execute("COMMIT")
-            return []
-    except BaseException:
-        rollback(connection)
-        raise
+        return []
+    except _HeadMoved:
+        pass
     # A head moved under its session, or a session is gone (rare: those sessions are fenced):
     # the round is written again session by session, to learn which.
-    rollback(connection)
-    _begin(connection, busy_timeout_ms)
-    return _write_locked(connection, batches, owners, _insert_packed)
+    with transaction(connection, wait_ms=busy_timeout_ms):
+        return _write_each(connection, batches, owners, _insert_packed)
+
+
+class _HeadMoved(Exception):
+    """The one-statement head move missed a session: its transaction is rolled back."""
 
 
 def write_batches_now(
@@ -155,51 +150,10 @@ def write_batches_now(
 
     :raises WriteLockBusy: another connection holds the write lock (nothing was written).
     """
-    _begin_now(connection)
     # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
     # row) is the cheapest insert; the packed statement's JSON costs more for small batches.
-    return _write_locked(connection, batches, owners, _insert_each)
-
-
-def _begin_now(connection: sqlite3.Connection) -> None:
-    """``BEGIN IMMEDIATE`` without waiting.
-
-    :raises WriteLockBusy: another connection holds the write lock.
-    """
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
-            raise WriteLockBusy(str(exc)) from exc
-        raise
-
-
-def _begin(connection: sqlite3.Connection, busy_timeout_ms: int) -> None:
-    """``BEGIN IMMEDIATE``, waiting up to ``busy_timeout_ms`` for another process's write lock.
-    The wait is set up only when the lock is taken: each statement costs the thread a GIL round
-    trip."""
-    try:
-        _begin_now(connection)
-    except WriteLockBusy:
-        waiting_for_lock(connection, busy_timeout_ms, _begin_immediate)
-
-
-def _begin_immediate(connection: sqlite3.Connection) -> None:
-    connection.execute("BEGIN IMMEDIATE")
-
-
-def waiting_for_lock(
-    connection: sqlite3.Connection, busy_timeout_ms: int, fn: Callable[..., T], *args: Any
-) -> T:
-    """Run ``fn(connection, *args)`` allowing waits of up to ``busy_timeout_ms`` for another
-    process's lock (the writer thread's calls). The writer connection otherwise waits for
-    nothing, so a write on the event loop's thread can never block it for ``busy_timeout``;
-    setting it per call here costs the thread, not the loop."""
-    connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-    try:
-        return fn(connection, *args)
-    finally:
-        connection.execute("PRAGMA busy_timeout = 0")
+    with transaction(connection, wait_ms=0):
+        return _write_each(connection, batches, owners, _insert_each)
 
 
 def _insert_packed(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
@@ -216,32 +170,26 @@ def _insert_each(connection: sqlite3.Connection, session_id: str, rows: Sequence
     )
 
 
-def _write_locked(
+def _write_each(
     connection: sqlite3.Connection,
     batches: Sequence[Batch],
     owners: Mapping[str, str],
     insert: Callable[[sqlite3.Connection, str, Sequence[Row]], None],
 ) -> list[str]:
-    """The body of a write round, inside the ``BEGIN IMMEDIATE`` the caller issued: commits, or
-    rolls back and raises."""
+    """The body of a write round, session by session, inside the caller's transaction: the
+    sessions whose head or lease check failed (nothing of theirs written)."""
     conflicts = []
-    try:
-        for session_id, expected_head, rows in batches:
-            # The tail check, the lease check and the head move are one statement: it
-            # matches no row when another writer moved the head or holds the lease (or the
-            # session is gone).
-            moved = connection.execute(
-                "UPDATE {p}sessions SET head = ? WHERE id = ? AND head = ? AND writer = ?",
-                (rows[-1].seq, session_id, expected_head, owners.get(session_id, "")),
-            )
-            if moved.rowcount != 1:
-                conflicts.append(session_id)
-                continue
-            insert(connection, session_id, rows)
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
+    for session_id, expected_head, rows in batches:
+        # The tail check, the lease check and the head move are one statement: it matches no
+        # row when another writer moved the head or holds the lease (or the session is gone).
+        moved = connection.execute(
+            "UPDATE {p}sessions SET head = ? WHERE id = ? AND head = ? AND writer = ?",
+            (rows[-1].seq, session_id, expected_head, owners.get(session_id, "")),
+        )
+        if moved.rowcount != 1:
+            conflicts.append(session_id)
+            continue
+        insert(connection, session_id, rows)
     return conflicts
 
 
@@ -249,8 +197,7 @@ def insert_session(
     connection: sqlite3.Connection, record: SessionRecord, rows: Sequence[Row]
 ) -> None:
     """Insert a session and its initial rows atomically."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(connection):
         try:
             connection.execute(
                 "INSERT INTO {p}sessions (id, created_at, parent_id, fork_seq, metadata, head) "
@@ -270,10 +217,6 @@ def insert_session(
             ) from exc
         if rows:
             _insert_packed(connection, record.id, rows)
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
 
 
 def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRecord:
@@ -407,8 +350,7 @@ def _stored_holder(connection: sqlite3.Connection, session_id: str) -> str | Non
 
 
 def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(connection):
         holder = _stored_holder(connection, session_id)
         if holder is not None and holder != owner and owner_alive(holder):
             raise SessionBusyError(
@@ -417,10 +359,6 @@ def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -
                 hint="close the other writer, or wait for its process to end",
             )
         connection.execute("UPDATE {p}sessions SET writer = ? WHERE id = ?", (owner, session_id))
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
 
 
 def release_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
@@ -434,29 +372,37 @@ def delete_session(
 ) -> None:
     """Delete a session and its events; refuse while another live writer holds its lease
     (unless ``force``: that writer is then fenced at its next write)."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(connection):
         holder = _stored_holder(connection, session_id)
         if not force and holder is not None and holder != owner and owner_alive(holder):
             raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
         connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
+
+
+# One page of ``list``: a range of the sessions' primary-key index in id order, stopped at the
+# limit (keyset paging: the page after ``after`` starts there, never counting the ones before),
+# and each listed session's last event found by its primary key. Its cost is the page's, not
+# the store's (the first page of 10,000 sessions costs what the first of 100 does:
+# ``python -m benchmarks sqlite``). The first page has no ``WHERE``: ``?1 IS NULL OR id > ?1``
+# would make SQLite walk the index from its start for every later page.
+_INFOS = (
+    "SELECT CAST(s.id AS BLOB), s.created_at, s.head, CAST(s.parent_id AS BLOB), "
+    "s.fork_seq, CAST(s.metadata AS BLOB), e.time "
+    "FROM {p}sessions s LEFT JOIN {p}events e ON e.session_id = s.id AND e.seq = s.head "
+)
+_FIRST_INFOS = _INFOS + "ORDER BY s.id LIMIT ?1"
+_INFOS_AFTER = _INFOS + "WHERE s.id > ?2 ORDER BY s.id LIMIT ?1"
 
 
 def select_infos(
     connection: sqlite3.Connection, after: str | None, limit: int
 ) -> list[SessionInfo]:
-    found = connection.execute(
-        "SELECT CAST(s.id AS BLOB), s.created_at, s.head, CAST(s.parent_id AS BLOB), "
-        "s.fork_seq, CAST(s.metadata AS BLOB), "
-        "(SELECT e.time FROM {p}events e WHERE e.session_id = s.id AND e.seq = s.head) "
-        "FROM {p}sessions s WHERE ?1 IS NULL OR s.id > ?1 ORDER BY s.id LIMIT ?2",
-        (after, limit),
-    ).fetchall()
+    """Up to ``limit`` sessions with ids greater than ``after`` (all when ``None``), by id."""
+    if after is None:
+        found = connection.execute(_FIRST_INFOS, (limit,)).fetchall()
+    else:
+        found = connection.execute(_INFOS_AFTER, (limit, after)).fetchall()
     return [_info(row) for row in found]
 
 

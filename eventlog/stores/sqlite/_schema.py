@@ -20,6 +20,7 @@ from typing import Any
 from ...codec import FORMAT_VERSION
 from ...errors import UnsupportedFormatError, ValidationError
 from ..base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
+from ._transaction import transaction
 
 __all__ = (
     "SYNCHRONOUS",
@@ -29,7 +30,6 @@ __all__ = (
     "connect_writer",
     "prepare_schema",
     "reserve_wal",
-    "rollback",
 )
 
 #: ``durability`` option → ``PRAGMA synchronous`` (in WAL mode).
@@ -112,7 +112,7 @@ def connect_writer(
 ) -> sqlite3.Connection:
     """The writer connection: autocommit (the code issues ``BEGIN IMMEDIATE``), WAL. Opening
     it waits up to ``busy_timeout`` for other processes' locks; afterwards its busy timeout is
-    zero (each call that may wait sets its own: ``_ops.waiting_for_lock``)."""
+    zero (each call that may wait sets its own: ``_transaction.waiting_for_lock``)."""
     connection = _connect(
         path, prefix, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
@@ -153,18 +153,12 @@ def prepare_schema(connection: sqlite3.Connection, path: str) -> None:
     # once) and a read-only file can still be opened by an auditor.
     if _ours(connection, path):
         return
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(connection):
         if _ours(connection, path):  # another process created them meanwhile
-            connection.execute("COMMIT")
             return
         for statement in _TABLES:
             connection.execute(statement)
         connection.execute("INSERT INTO {p}meta (format_version) VALUES (?)", (FORMAT_VERSION,))
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
 
 
 def _ours(connection: sqlite3.Connection, path: str) -> bool:
@@ -230,14 +224,11 @@ def reserve_wal(connection: sqlite3.Connection, path: str) -> None:
     try:
         # A tiny page cache makes the transaction spill its pages to the WAL as it goes.
         connection.execute("PRAGMA cache_size = 8")
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(connection, commit=False):
             connection.execute("CREATE TABLE eventlog_wal_reserve (b BLOB)")
             connection.execute(
                 "INSERT INTO eventlog_wal_reserve VALUES (zeroblob(?))", (WAL_RESERVE,)
             )
-        finally:
-            rollback(connection)
         # The blocks are allocated now; sync them (and the new size) once, here, rather than
         # in the first commit's fsync.
         fd = os.open(wal, os.O_RDONLY)
@@ -265,12 +256,3 @@ def _check_version(found: list[tuple[object]], path: str) -> None:
         f"SQLite database {path} has unknown format version {version!r}",
         hint="this file was not written by eventlog",
     )
-
-
-def rollback(connection: sqlite3.Connection) -> None:
-    """Roll back the open transaction, if any; a failed rollback leaves nothing to undo."""
-    if connection.in_transaction:
-        try:
-            connection.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass  # SQLite already rolled back (e.g. after an I/O error)

@@ -1,0 +1,112 @@
+"""The one way the SQLite backend writes: a ``BEGIN IMMEDIATE`` transaction, and how it waits.
+
+Every write path (write rounds, session creation, leases, deletes, attachments, the schema, the
+WAL reserve) opens its transaction with :func:`transaction`. ``BEGIN IMMEDIATE`` takes the
+write lock up front, so a transaction never fails half-way on a lock upgrade.
+
+The writer connection's own busy timeout is zero, so nothing on it waits for another
+process's write lock unless told to: a write on the event loop's thread must never block the
+loop for ``busy_timeout``. The writer thread's jobs are told to, two ways: a whole job runs
+under :func:`waiting_for_lock` (session creation, leases, deletes...), or a write round waits
+only when the lock is taken (``wait_ms``: a round costs the thread a GIL round trip per
+statement, so the two extra statements are paid only then).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+__all__ = ("WriteLockBusy", "rollback", "transaction", "waiting_for_lock")
+
+T = TypeVar("T")
+
+
+class WriteLockBusy(Exception):
+    """Another connection holds the database's write lock and the transaction was told not to
+    wait for it (``wait_ms=0``); nothing was begun."""
+
+
+@contextmanager
+def transaction(
+    connection: sqlite3.Connection, *, wait_ms: int | None = None, commit: bool = True
+) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` around the block; on any error in the block or in the
+    commit, ``ROLLBACK`` and re-raise. With ``commit=False`` it is a scratch transaction, always
+    rolled back.
+
+    How long ``BEGIN`` waits for another connection's write lock:
+
+    - ``wait_ms=None``: as long as the connection's busy timeout says (a job run under
+      :func:`waiting_for_lock` waits up to the store's ``busy_timeout``);
+    - ``wait_ms=0``: not at all;
+    - ``wait_ms > 0``: first not at all, then, only if the lock is taken, up to ``wait_ms``.
+
+    :raises WriteLockBusy: ``wait_ms=0`` and the lock is taken (nothing was begun).
+    :raises sqlite3.OperationalError: the lock stayed taken for the whole wait ("database is
+        locked"), or the driver failed otherwise.
+    """
+    _begin(connection, wait_ms)
+    try:
+        yield
+        if commit:
+            connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+    if not commit:
+        rollback(connection)
+
+
+def _begin(connection: sqlite3.Connection, wait_ms: int | None) -> None:
+    if wait_ms is None:
+        connection.execute("BEGIN IMMEDIATE")
+        return
+    try:
+        _begin_now(connection)
+    except WriteLockBusy:
+        if wait_ms <= 0:
+            raise
+        waiting_for_lock(connection, wait_ms, _begin_immediate)
+
+
+def _begin_now(connection: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE`` on a connection whose busy timeout is zero.
+
+    :raises WriteLockBusy: another connection holds the write lock.
+    """
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            raise WriteLockBusy(str(exc)) from exc
+        raise
+
+
+def _begin_immediate(connection: sqlite3.Connection) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+
+
+def waiting_for_lock(
+    connection: sqlite3.Connection, busy_timeout_ms: int, fn: Callable[..., T], *args: Any
+) -> T:
+    """Run ``fn(connection, *args)`` allowing waits of up to ``busy_timeout_ms`` for another
+    process's lock (the writer thread's calls). The writer connection otherwise waits for
+    nothing, so a write on the event loop's thread can never block it for ``busy_timeout``;
+    setting it per call here costs the thread, not the loop."""
+    connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    try:
+        return fn(connection, *args)
+    finally:
+        connection.execute("PRAGMA busy_timeout = 0")
+
+
+def rollback(connection: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if any; a failed rollback leaves nothing to undo."""
+    if connection.in_transaction:
+        try:
+            connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # SQLite already rolled back (e.g. after an I/O error)
