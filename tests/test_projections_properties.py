@@ -7,7 +7,7 @@ tool-result pruning, and deliberately bad replaces. After every event (or every 
 exercise a catch-up over several) we check:
 
 - the state read incrementally equals a fold over the log so far, for surface, messages,
-  inbox and timeline;
+  inbox, timeline and the request header in force;
 - every view read earlier still shows what it showed then;
 - a refused append leaves every projection unchanged;
 - whenever no tool call is open, the history converts to valid OpenAI and Anthropic requests.
@@ -48,6 +48,7 @@ from projections import (
     Inbox,
     inbox,
     messages,
+    request_header,
     surface,
     timeline,
     to_anthropic,
@@ -99,6 +100,7 @@ class History:
         queued = inbox(session)
         assert queued == fold(INBOX, events).view()
         assert timeline(session) == timeline(session, at=session.head)
+        assert request_header(session) == request_header(session, at=session.head)
         self.held += [
             (view, tuple(view)),
             (history, tuple(history)),

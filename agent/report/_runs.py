@@ -7,17 +7,16 @@ over the events (plus the timeline projection for the calls), so both views agre
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Literal
 
 import msgspec
 
-from eventlog import Event, RequestHeader, Session
+from eventlog import Event, Session
 from projections import timeline
 
 from ._fates import call_arguments, call_error, call_fate
 
-__all__ = ("RunSpan", "SpanKind", "header_at", "run_spans")
+__all__ = ("RunSpan", "SpanKind", "run_spans")
 
 SpanKind = Literal["turn", "step", "model", "tool"]
 
@@ -46,21 +45,6 @@ class RunSpan(msgspec.Struct, kw_only=True):
     seqs: dict[str, int] = msgspec.field(default_factory=dict)
     attrs: dict[str, Any] = msgspec.field(default_factory=dict)
     children: list[RunSpan] = msgspec.field(default_factory=list)
-
-
-def header_at(events: Iterable[Event], at: int | None) -> RequestHeader:
-    """The request settings in force after event ``at`` (``None``: the end): each
-    ``request/header`` field keeps its last non-``None`` value."""
-    fields: dict[str, Any] = {}
-    for event in events:
-        if at is not None and event.seq > at:
-            break
-        if event.type == "request/header":
-            for name in RequestHeader.__struct_fields__:
-                value = getattr(event.data, name)
-                if value is not None:
-                    fields[name] = value
-    return RequestHeader(**fields)
 
 
 class _Walk:
