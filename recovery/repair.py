@@ -31,21 +31,15 @@ from eventlog import (
     TurnEnd,
 )
 
+from ._codes import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from .diagnosis import DanglingCall, Diagnosis, scan
 
 __all__ = (
-    "TOOL_NOT_STARTED",
-    "TOOL_OUTCOME_UNKNOWN",
     "RepairReport",
     "not_started_text",
     "outcome_unknown_text",
     "repair",
 )
-
-#: Error code of a call whose ``tool/call`` was logged but whose outcome was not.
-TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
-#: Error code of a proposed call that never started.
-TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 
 _RECOVERY = MessageSource(kind="recovery")
 

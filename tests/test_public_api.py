@@ -174,3 +174,19 @@ def test_projections_exports_its_read_api() -> None:
         *"CallKey CallStatus Finding Attachments Degrade".split(),
     }
     assert set(projections.__all__) == read_api
+
+
+def test_tool_error_codes_are_one_vocabulary() -> None:
+    # Recovery defines every code a tool result can carry (its own and the agent's); the agent
+    # re-exports the ones its executor writes, the same objects, never a copy.
+    import agent
+    import recovery
+    from recovery import _codes
+
+    assert set(_codes.__all__) <= set(recovery.__all__)
+    for name in _codes.__all__:
+        assert getattr(recovery, name) == name  # a code reads as its constant's name
+    written_by_agent = set(_codes.__all__) - {"TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"}
+    assert {
+        name for name in written_by_agent if getattr(agent, name) is getattr(recovery, name)
+    } == (written_by_agent)
