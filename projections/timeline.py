@@ -12,6 +12,8 @@ of one event:
 ``resulted``
     ``tool/result`` was logged (the model will see the answer).
 
+These are the names of a call's state everywhere: recovery's ``DanglingKind`` is the first three.
+
 A call is identified by ``(turn, step, call_id)``: providers only promise call ids unique within
 one reply. Turns count from 1; steps restart at 1 in each turn.
 

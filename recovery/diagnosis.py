@@ -17,16 +17,19 @@ from projections.timeline import Finding, OpenStep, OpenTurn, ToolCallState, tim
 
 __all__ = ("DanglingCall", "DanglingKind", "Diagnosis", "scan", "classify")
 
-#: How a dangling call is answered: ``recovered`` from its ``tool/outcome``, ``outcome-unknown``
-#: (its ``tool/call`` was logged: the body may have run), ``not-started`` (no ``tool/call``).
-DanglingKind = Literal["recovered", "outcome-unknown", "not-started"]
+#: The state a dangling call reached: a :data:`~projections.CallStatus` short of ``resulted``,
+#: so a state has one name in the timeline and here. It decides how repair answers the call:
+#: ``completed`` (its ``tool/outcome`` was logged) with the recorded result, ``started`` (its
+#: ``tool/call`` was logged: the body may have run) as ``TOOL_OUTCOME_UNKNOWN``, ``proposed``
+#: (no ``tool/call``: it never ran) as ``TOOL_NOT_STARTED``.
+DanglingKind = Literal["proposed", "started", "completed"]
 
 
 class DanglingCall(msgspec.Struct, frozen=True, kw_only=True):
     """A call of the open step with no ``tool/result``.
 
     :ivar call: the call's timeline state.
-    :ivar kind: how repair answers it.
+    :ivar kind: the state it reached (``call.status``), which decides how repair answers it.
     :ivar proof: the seqs that prove the class: the proposing ``assistant/message``, then the
         ``tool/call`` and the ``tool/outcome`` when logged.
     """
@@ -69,15 +72,14 @@ class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def classify(call: ToolCallState) -> DanglingCall:
-    """The class of an unanswered call and the seqs that prove it."""
+    """The state of a call with no ``tool/result`` and the seqs that prove it.
+
+    :raises ValueError: the call has a ``tool/result`` (it is not dangling).
+    """
+    kind = call.status
+    if kind == "resulted":
+        raise ValueError(f"call {call.call_id!r} was answered at seq {call.result}")
     proof = tuple(s for s in (call.proposed, call.call, call.outcome) if s is not None)
-    kind: DanglingKind
-    if call.outcome is not None:
-        kind = "recovered"
-    elif call.call is not None:
-        kind = "outcome-unknown"
-    else:
-        kind = "not-started"
     return DanglingCall(call=call, kind=kind, proof=proof)
 
 

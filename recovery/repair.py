@@ -115,14 +115,14 @@ async def repair(session: Session) -> RepairReport:
 def _answer(session: Session, dangling: DanglingCall) -> tuple[ToolResult, tuple[int, ...]]:
     """The ``tool/result`` answering one dangling call, and the seqs it cites."""
     call = dangling.call
-    if dangling.kind == "recovered":
+    if dangling.kind == "completed":
         assert call.outcome is not None
         outcome: ToolOutcome = session.events()[call.outcome].data
         sources = tuple(s for s in (call.call, call.outcome) if s is not None)
         message = _recovered_message(outcome, call.call_id)
         data = ToolResult(turn=call.turn, step=call.step, message=message, error=outcome.error)
         return data, sources
-    if dangling.kind == "outcome-unknown":
+    if dangling.kind == "started":
         assert call.call is not None
         text = outcome_unknown_text(call.name, call.call_id)
         error = ToolError(name="ToolOutcomeUnknownError", code=TOOL_OUTCOME_UNKNOWN)
