@@ -228,7 +228,9 @@ class Timeline:
 
     @property
     def unanswered(self) -> tuple[ToolCallState, ...]:
-        """Every proposed call with no ``tool/result`` yet, in any step, oldest first."""
+        """Every proposed call with no ``tool/result`` yet, in any step (the open one's, which
+        are :attr:`dangling`, and those of steps that ended without answering them), oldest
+        first."""
         return self._resolve(self._unanswered)
 
     def _resolve(self, keys: Iterable[tuple[int, int, str]]) -> tuple[ToolCallState, ...]:

@@ -271,7 +271,7 @@ async def test_unanswered_call_in_closed_step_is_reported_not_repaired(session: 
     end_turn(session, 1)
     diagnosis = scan(session)
     assert diagnosis.dangling == () and not diagnosis.needs_repair
-    [left] = diagnosis.unanswered
+    [left] = diagnosis.unanswered_in_closed_steps
     assert (left.call_id, left.proposed, left.status) == ("a", proposed, "proposed")
     assert (await repair(session)).appended == ()
     with pytest.raises(InvariantViolation) as caught:
@@ -295,7 +295,7 @@ async def test_only_the_open_turn_is_repaired(session: Session) -> None:
     propose(session, 2, 1, "new")
     diagnosis = scan(session)
     assert [d.call.call_id for d in diagnosis.dangling] == ["new"]
-    assert [c.call_id for c in diagnosis.unanswered] == ["old"]
+    assert [c.call_id for c in diagnosis.unanswered_in_closed_steps] == ["old"]
     report = await repair(session)
     assert appended(session, report.appended)[1:] == [
         ("step/end", StepEnd(turn=2, step=1)),

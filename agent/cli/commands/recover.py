@@ -75,9 +75,11 @@ def _diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
             }
             for d in diagnosis.dangling
         ],
+        # The key keeps its name (the --json output is an interface); it lists only the calls
+        # unanswered in closed steps, as the text output says.
         "unanswered": [
             {"turn": c.turn, "step": c.step, "call_id": c.call_id, "name": c.name}
-            for c in diagnosis.unanswered
+            for c in diagnosis.unanswered_in_closed_steps
         ],
         "findings": [{"seq": f.seq, "message": f.message} for f in diagnosis.findings],
     }
