@@ -44,7 +44,7 @@ from eventlog import (
 from eventlog.message import new_id
 from eventlog.vocabulary import TurnEndReason
 from projections import inbox, request_header, timeline
-from projections.inbox_splices import cancel_all, claim
+from projections.inbox import cancel_all, claim
 from recovery import RepairReport, repair
 
 from ._attachments import AttachmentCache

@@ -55,8 +55,7 @@ from projections import (
     to_openai,
 )
 from projections.base import fold
-from projections.inbox import INBOX
-from projections.inbox_splices import cancel, claim, enqueue
+from projections.inbox import INBOX, cancel, claim, enqueue
 from tests.test_projections_formats import check_anthropic, check_openai
 from tests.test_surface import reads
 
