@@ -9,17 +9,7 @@ plans) match the same constants.
 
 from __future__ import annotations
 
-__all__ = (
-    "ABORTED_BEFORE_DISPATCH",
-    "CHECKPOINT_FAILED",
-    "INVALID_ARGUMENTS",
-    "OUTPUT_TOO_LARGE",
-    "TOOL_ERROR",
-    "TOOL_FAILED",
-    "TOOL_NOT_STARTED",
-    "TOOL_OUTCOME_UNKNOWN",
-    "UNKNOWN_TOOL",
-)
+# No __all__: a private module; recovery/__init__.py re-exports every code.
 
 # -- written by the agent ----------------------------------------------------------------------
 
