@@ -13,6 +13,7 @@ import msgspec
 
 from eventlog import Event, Session
 from projections import timeline
+from projections.header import REQUEST_HEADER
 
 from ._fates import call_arguments, call_error, call_fate
 
@@ -55,15 +56,14 @@ class _Walk:
         self.turn: RunSpan | None = None
         self.step: RunSpan | None = None
         self.model_from: Event | None = None
-        self.model: str | None = None
+        self.header = REQUEST_HEADER.initial()  # the request header in force, as it goes
         self.steps: dict[tuple[int, int], RunSpan] = {}
 
     def event(self, event: Event) -> None:
         kind = event.type
         data = event.data
-        if kind == "request/header" and data.model is not None:
-            self.model = data.model
-        elif kind == "turn/start":
+        self.header = REQUEST_HEADER.apply(self.header, event)
+        if kind == "turn/start":
             self.turn = _span("turn", f"turn {data.turn}", data.turn, None, event, "open")
             self.turns.append(self.turn)
         elif kind == "turn/end" and self.turn is not None:
@@ -84,9 +84,10 @@ class _Walk:
         if self.step is None or self.model_from is None:
             return
         data = event.data
-        name = f"chat {self.model}" if self.model else "chat"
+        model = self.header.model
+        name = f"chat {model}" if model else "chat"
         span = _span("model", name, data.turn, data.step, self.model_from, "completed")
-        span.attrs["model"] = self.model
+        span.attrs["model"] = model
         if event.type == "assistant/attempt":
             span.fate = "error" if data.error is not None else "completed"
             span.attrs["error"] = data.error
