@@ -23,6 +23,18 @@ After a crash, ``await Agent.resume(store, "demo", model, [read_file])`` repairs
 (a call that may have run is answered ``TOOL_OUTCOME_UNKNOWN``) and continues its numbering.
 """
 
+# The error codes of tool results are recovery's vocabulary (repair writes two of them); the
+# agent re-exports the ones its executor writes, where its users have always found them.
+from recovery import (
+    ABORTED_BEFORE_DISPATCH,
+    CHECKPOINT_FAILED,
+    INVALID_ARGUMENTS,
+    OUTPUT_TOO_LARGE,
+    TOOL_ERROR,
+    TOOL_FAILED,
+    UNKNOWN_TOOL,
+)
+
 from .agent import Agent, TurnOutcome
 from .assembly import Assembler, Reply
 from .compaction import (
@@ -36,17 +48,7 @@ from .compaction import (
     plan_auto,
 )
 from .errors import AgentBusyError, CompactionError, OpenTurnError
-from .execution import (
-    ABORTED_BEFORE_DISPATCH,
-    CHECKPOINT_FAILED,
-    INVALID_ARGUMENTS,
-    OUTPUT_TOO_LARGE,
-    TOOL_ERROR,
-    TOOL_FAILED,
-    UNKNOWN_TOOL,
-    ExecutionReport,
-    ToolExecutor,
-)
+from .execution import ExecutionReport, ToolExecutor
 from .inbox import Admission, prompt, submit
 from .model import (
     Chunk,

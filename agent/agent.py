@@ -43,8 +43,8 @@ from eventlog import (
 )
 from eventlog.message import new_id
 from eventlog.vocabulary import TurnEndReason
-from projections import inbox, timeline
-from projections.inbox_splices import cancel_all, claim
+from projections import inbox, request_header, timeline
+from projections.inbox import cancel_all, claim
 from recovery import RepairReport, repair
 
 from ._attachments import AttachmentCache
@@ -55,7 +55,7 @@ from .execution import ToolExecutor
 from .inbox import Admission, prompt, submit
 from .interrupt import Interrupter, stream_into
 from .model import Chunk, Model, ModelError, ModelRequest
-from .request import HeaderTracker, last_header
+from .request import model_request
 from .tools import Tool, Toolbox
 
 __all__ = ("Agent", "TurnOutcome", "StepKind")
@@ -144,7 +144,6 @@ class Agent:
         self.compaction = compaction
         #: What :meth:`resume` repaired, if this agent was resumed.
         self.repair_report: RepairReport | None = None
-        self._headers = HeaderTracker(session)
         self._attachments = AttachmentCache(session, store)
         self._live: list[Callable[[Chunk], None]] = []
         self._running = False
@@ -180,8 +179,8 @@ class Agent:
             with anyio.CancelScope(shield=True):
                 await session.aclose()
             raise
-        system, _, model_name, params = last_header(session)
-        kept = {"system": system, "model_name": model_name, "params": params}
+        header = request_header(session)
+        kept = {"system": header.system, "model_name": header.model, "params": header.params}
         for name, value in kept.items():
             if value is not None:
                 options.setdefault(name, value)
@@ -409,8 +408,8 @@ class Agent:
             )
         if self.compaction is not None:
             await compact_auto(session, self.compaction)
-        request = self._headers.request(
-            self.system, self.toolbox.specs(), self.model_name, self.params
+        request = model_request(
+            session, self.system, self.toolbox.specs(), self.model_name, self.params
         )
         attachments = await self._attachments.for_request(request.messages)
         if attachments:

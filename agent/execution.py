@@ -39,33 +39,26 @@ from eventlog import (
     ToolOutcome,
     ToolResult,
 )
+from recovery import (
+    ABORTED_BEFORE_DISPATCH,
+    CHECKPOINT_FAILED,
+    INVALID_ARGUMENTS,
+    OUTPUT_TOO_LARGE,
+    TOOL_ERROR,
+    TOOL_FAILED,
+    UNKNOWN_TOOL,
+)
 
 from ._attachments import AttachmentCache
 from .tools import Tool, Toolbox, ToolContext, ToolOutput, as_output
 
 __all__ = (
-    "ABORTED_BEFORE_DISPATCH",
-    "CHECKPOINT_FAILED",
-    "INVALID_ARGUMENTS",
-    "OUTPUT_TOO_LARGE",
-    "TOOL_ERROR",
-    "TOOL_FAILED",
-    "UNKNOWN_TOOL",
     "ExecutionReport",
     "ToolExecutor",
 )
 
 logger = logging.getLogger("agent.execution")
 _json = msgspec.json.Encoder()
-
-#: Error codes of tool results written by the agent.
-ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
-UNKNOWN_TOOL = "UNKNOWN_TOOL"
-INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
-TOOL_FAILED = "TOOL_FAILED"
-TOOL_ERROR = "TOOL_ERROR"
-CHECKPOINT_FAILED = "CHECKPOINT_FAILED"
-OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
 
 # Room left for the rest of a result event around the tool's content.
 _ENVELOPE_ROOM = 64 * 1024

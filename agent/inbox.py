@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from eventlog import Message, Session
 from eventlog.vocabulary import InboxTarget
 from projections import inbox
-from projections.inbox_splices import enqueue
+from projections.inbox import enqueue
 
 __all__ = ("Admission", "as_message", "prompt", "submit")
 

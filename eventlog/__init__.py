@@ -4,6 +4,7 @@ The log layer: the event envelope and vocabulary, the codec, :class:`Session` (c
 stores (flush). See ``docs/architecture.md`` and ``docs/guarantees.md``.
 """
 
+from ._prefix import PrefixView
 from .errors import (
     AttachmentNotFoundError,
     BacklogFullError,
@@ -86,6 +87,7 @@ __all__ = (
     "Message",
     "MessageSource",
     "Part",
+    "PrefixView",
     "ReasoningPart",
     "RedactedReasoningPart",
     "ReentrancyError",

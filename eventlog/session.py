@@ -8,13 +8,14 @@ committed before it is durable.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from time import time_ns as _time_ns
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ._grammar import TurnGrammar
+from ._prefix import EventsView
 from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
 from .codec import CHAIN_VERSION, chain_version_of, encode_payload
 from .errors import (
@@ -46,41 +47,6 @@ def _fold_grammar(events: Sequence[Event]) -> TurnGrammar:
     for event in events:
         grammar.advance(event.type, event.data)
     return grammar
-
-
-class EventsView(Sequence[Event]):
-    """An immutable view of a prefix of a session's log: later appends do not show through."""
-
-    __slots__ = ("_events", "_start", "_stop")
-
-    def __init__(self, events: list[Event], start: int, stop: int) -> None:
-        self._events = events
-        self._start = start
-        self._stop = max(start, stop)
-
-    def __len__(self) -> int:
-        return self._stop - self._start
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        if isinstance(index, slice):
-            return self._events[self._start : self._stop][index]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("event index out of range")
-        return self._events[self._start + index]
-
-    def __iter__(self) -> Iterator[Event]:
-        events = self._events
-        for i in range(self._start, self._stop):
-            yield events[i]
-
-    def __repr__(self) -> str:
-        return f"EventsView(seq {self._start}..{self._stop - 1})"
 
 
 class Session:

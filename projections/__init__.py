@@ -2,14 +2,15 @@
 
 See docs/architecture.md.
 
-The package exports its read API: the four projections (``surface``, ``messages``, ``inbox``,
-``timeline``), the converters of messages to provider formats, the request builders, and the
-types they return. The machinery for writing a projection of your own lives in
-``projections.base``; the builders of ``agent/inbox/spliced`` payloads (enqueue, claim, cancel)
-in ``projections.inbox_splices``; the inbox fold in ``projections.inbox``.
+The package exports its read API: the projections (``surface``, ``messages``, ``inbox``,
+``timeline``, ``request_header``), the converters of messages to provider formats, the request
+builders, and the types they return. The machinery for writing a projection of your own lives
+in ``projections.base``; the inbox fold and the builders of its ``agent/inbox/spliced``
+payloads (enqueue, claim, cancel) together in ``projections.inbox``.
 """
 
 from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
+from .header import request_header
 from .inbox import Inbox, inbox
 from .messages import MessagesView, messages
 from .requests import (
@@ -51,6 +52,7 @@ __all__ = (
     "ToolCallState",
     "inbox",
     "messages",
+    "request_header",
     "surface",
     "timeline",
     "to_anthropic",

@@ -6,21 +6,21 @@ commit) and a cold rebuild over a stored log (:func:`fold`).
 
 ``apply`` may update ``state`` in place and return it, for speed; what a projection *hands to
 readers* must then be an immutable snapshot (a tuple, a frozen struct, or a view with a captured
-length, :class:`PrefixView`), so a value a reader holds never changes.
+length, :class:`~eventlog.PrefixView`, re-exported here), so a value a reader holds never
+changes.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, ClassVar, Protocol, TypeVar, overload
+from collections.abc import Iterable
+from typing import Any, Protocol, TypeVar
 
-from eventlog import Event, Session, ValidationError
+from eventlog import Event, PrefixView, Session, ValidationError
 
 __all__ = ("PrefixView", "Projection", "catch_up", "events_through", "fold")
 
 S = TypeVar("S")
-T = TypeVar("T")
 
 
 class Projection(Protocol[S]):
@@ -87,47 +87,3 @@ def events_through(session: Session, at: int) -> Iterable[Event]:
             session_id=session.id,
         )
     return itertools.islice(session.events(), at + 1)
-
-
-class PrefixView(Sequence[T]):
-    """An immutable sequence: a list with a captured length.
-
-    The list it holds is only ever appended to (a rebuild makes a new list), so the view never
-    changes. O(1) to make; it copies nothing. Equal to a list, a tuple or a view of the same
-    kind with the same items.
-    """
-
-    __slots__ = ("_items", "_length")
-
-    #: What an index means, for the :class:`IndexError` message.
-    _index_name: ClassVar[str] = "index"
-
-    def __init__(self, items: list[T]) -> None:
-        self._items = items
-        self._length = len(items)
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
-    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
-        if isinstance(index, slice):
-            return tuple(self._items[: self._length][index])
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError(f"{self._index_name} out of range")
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[T]:
-        return itertools.islice(self._items, self._length)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (type(self), list, tuple)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]

@@ -1,4 +1,6 @@
-"""``inbox(session)``: queued inputs, the fold of ``agent/inbox/spliced`` (docs/architecture.md).
+"""The inbox: queued inputs, the fold of ``agent/inbox/spliced``, and the builders of its
+splices (docs/architecture.md). One module, so the splice rules the fold applies and the rules
+the builders check are read side by side.
 
 Two ordered lists: ``next-turn`` (each item opens a turn) and ``next-step`` (delivered at the
 next step boundary). Item ids are unique across both. A ``request_id → seq`` index (the first
@@ -6,28 +8,46 @@ event that carried the request id: an inbox insert or a ``user/message``) makes 
 submission detectable in O(1). A ``session/forked`` event empties both lists: a fork does not
 inherit its parent's pending inbox, nor the request ids of items that were still pending.
 
-The fold is total: it normalizes splice coordinates exactly as the builders in
-:mod:`projections.inbox_splices` do, and skips an inserted item whose id is already pending,
-so even a log written by a careless producer folds to one deterministic state.
+The splice rules: coordinates follow JavaScript ``splice`` (:func:`normalize_splice`), and an
+inserted id must not be pending once the removed span is gone, nor repeated. The builders
+(:func:`splice`, :func:`enqueue`, :func:`claim`, :func:`cancel`, :func:`cancel_all`) refuse a
+splice that breaks them; they take the current :class:`Inbox` snapshot, change nothing, and
+return the payload(s) to append, in order (each valid after the ones before it)::
+
+    for payload in claim(inbox(session), "next-turn").splices:
+        session.append("agent/inbox/spliced", payload)
+
+The fold is total: it normalizes coordinates the same way and skips an inserted item whose id
+is already pending, so even a log written by a careless producer folds to one deterministic
+state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from eventlog import Event, InboxItem, InboxSpliced, Session
+from eventlog import Event, InboxItem, InboxSpliced, Message, Session, ValidationError
 from eventlog.vocabulary import InboxTarget
 
 from .base import catch_up, events_through, fold
 
 __all__ = (
     "INBOX",
+    "Claim",
     "Inbox",
     "InboxProjection",
     "InboxState",
+    "Outcome",
+    "cancel",
+    "cancel_all",
+    "claim",
+    "enqueue",
     "inbox",
     "normalize_splice",
     "request_id_of",
+    "splice",
 )
 
 
@@ -208,3 +228,132 @@ def inbox(session: Session, *, at: int | None = None) -> Inbox:
     if at is not None:
         return fold(INBOX, events_through(session, at)).view()
     return catch_up(session, INBOX).view()
+
+
+# -- the builders of splices -------------------------------------------------------------------
+
+_TARGETS: tuple[InboxTarget, ...] = ("next-turn", "next-step")
+#: Why a splice removes items: taken by a step, or withdrawn.
+Outcome = Literal["claimed", "canceled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a step takes from the inbox: the splices to append and the items they remove."""
+
+    splices: tuple[InboxSpliced, ...]
+    items: tuple[InboxItem, ...]
+
+
+def splice(
+    inbox: Inbox,
+    target: InboxTarget,
+    start: int = 0,
+    removed: int = 0,
+    inserted: Sequence[InboxItem] = (),
+    *,
+    outcome: Outcome | None = None,
+) -> InboxSpliced | None:
+    """A splice of one list, normalized (see :func:`normalize_splice`).
+
+    Returns ``None`` for a splice that would change nothing (nothing is written for it).
+
+    :param outcome: why items are removed; required when the splice removes any.
+    :raises ValidationError: unknown target, an inserted id that is repeated or already pending
+        (other than in the removed span), an ``outcome`` missing for a removal or given for an
+        insert-only splice.
+    """
+    _check_target(target)
+    items = inbox.items(target)
+    start, removed = normalize_splice(len(items), start, removed)
+    if removed == 0 and not inserted:
+        return None
+    freed = {item.id for item in items[start : start + removed]}
+    seen: set[str] = set()
+    for item in inserted:
+        if item.id in seen or (item.id in inbox and item.id not in freed):
+            raise ValidationError(f"inbox item id {item.id!r} is already pending")
+        seen.add(item.id)
+    if removed and outcome is None:
+        raise ValidationError("an inbox splice that removes items needs an outcome")
+    if not removed and outcome is not None:
+        raise ValidationError(f"outcome {outcome!r} given for a splice that removes nothing")
+    return InboxSpliced(
+        target=target, start=start, removed=removed, inserted=tuple(inserted), outcome=outcome
+    )
+
+
+def enqueue(
+    inbox: Inbox,
+    target: InboxTarget,
+    message: Message,
+    *,
+    request_id: str | None = None,
+    wake: bool = True,
+    front: bool = False,
+) -> InboxSpliced:
+    """Queue ``message`` at the end of ``target`` (at the front with ``front=True``).
+
+    The item's id is the message id; ``request_id`` defaults to the message source's.
+
+    :raises ValidationError: the id is already pending, or the request id was already submitted
+        (check :meth:`Inbox.request_seq` first to answer a retry).
+    """
+    item = InboxItem(id=message.id, message=message, request_id=request_id, wake=wake)
+    rid = request_id_of(item)
+    if rid is not None:
+        seq = inbox.request_seq(rid)
+        if seq is not None:
+            raise ValidationError(f"request id {rid!r} was already submitted at seq {seq}")
+    start = 0 if front else len(inbox.items(target))
+    payload = splice(inbox, target, start, 0, (item,))
+    assert payload is not None  # it inserts one item
+    return payload
+
+
+def claim(inbox: Inbox, target: InboxTarget) -> Claim:
+    """Take what a step starts with: all of next-step, plus the first next-turn item when
+    ``target`` is ``next-turn`` (a new turn). Items come in that order.
+
+    :raises ValidationError: unknown target.
+    """
+    _check_target(target)
+    splices: list[InboxSpliced] = []
+    items: list[InboxItem] = []
+    if inbox.next_step:
+        splices.append(_removal("next-step", 0, len(inbox.next_step), "claimed"))
+        items.extend(inbox.next_step)
+    if target == "next-turn" and inbox.next_turn:
+        splices.append(_removal("next-turn", 0, 1, "claimed"))
+        items.append(inbox.next_turn[0])
+    return Claim(tuple(splices), tuple(items))
+
+
+def cancel(inbox: Inbox, item_id: str) -> InboxSpliced:
+    """Withdraw one pending item (``outcome: canceled``).
+
+    :raises ValidationError: no item with that id is pending.
+    """
+    for target in _TARGETS:
+        for position, item in enumerate(inbox.items(target)):
+            if item.id == item_id:
+                return _removal(target, position, 1, "canceled")
+    raise ValidationError(f"inbox item id {item_id!r} is not pending")
+
+
+def cancel_all(inbox: Inbox) -> tuple[InboxSpliced, ...]:
+    """Withdraw everything pending: next-step first, then next-turn (``outcome: canceled``)."""
+    lists: tuple[tuple[InboxTarget, tuple[InboxItem, ...]], ...] = (
+        ("next-step", inbox.next_step),
+        ("next-turn", inbox.next_turn),
+    )
+    return tuple(_removal(target, 0, len(items), "canceled") for target, items in lists if items)
+
+
+def _check_target(target: InboxTarget) -> None:
+    if target not in _TARGETS:
+        raise ValidationError(f"inbox target {target!r} is not 'next-turn' or 'next-step'")
+
+
+def _removal(target: InboxTarget, start: int, removed: int, outcome: Outcome) -> InboxSpliced:
+    return InboxSpliced(target=target, start=start, removed=removed, outcome=outcome)

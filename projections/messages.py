@@ -13,10 +13,10 @@ rather than a next seq, because the surface index is already folded at commit by
 
 from __future__ import annotations
 
-from eventlog import Event, Message, Session
+from eventlog import Event, Message, PrefixView, Session
 from eventlog.surface import fold_surface
 
-from .base import PrefixView, events_through
+from .base import events_through
 
 __all__ = ("MessagesView", "derive", "messages")
 
@@ -24,13 +24,13 @@ _KEY = "projections.messages"
 
 
 class MessagesView(PrefixView[Message]):
-    """An immutable sequence of messages (see :class:`~projections.base.PrefixView`)."""
+    """An immutable sequence of messages (see :class:`~eventlog.PrefixView`)."""
 
     __slots__ = ()
     _index_name = "message index"
 
     def __repr__(self) -> str:
-        return f"<MessagesView {self._length} messages>"
+        return f"<MessagesView {len(self)} messages>"
 
 
 def derive(event: Event) -> Message | None:

@@ -6,10 +6,8 @@ at commit; it is advanced by ``Session.append``, so reading it costs nothing to 
 
 from __future__ import annotations
 
-from eventlog import Session
+from eventlog import PrefixView, Session
 from eventlog.surface import SurfaceIndex
-
-from .base import PrefixView
 
 __all__ = ("Surface", "surface")
 
@@ -27,7 +25,7 @@ class Surface(PrefixView[int]):
     _index_name = "surface position"
 
     def __init__(self, index: SurfaceIndex) -> None:
-        super().__init__(index.nodes)
+        super().__init__(index.nodes)  # from node 0: ``_stop`` is the captured length
         self._index = index
         self._balances = index.balances
         self.generation = index.generation
@@ -42,15 +40,15 @@ class Surface(PrefixView[int]):
         """
         if self._index.generation == self.generation:
             position = self._index.position(seq)
-            return position if position is not None and position < self._length else None
-        for position in range(self._length):
+            return position if position is not None and position < self._stop else None
+        for position in range(self._stop):
             if self._items[position] == seq:
                 return position
         return None
 
     def open_calls_before(self, position: int) -> int:
         """Tool calls proposed but not yet answered over the nodes before ``position``."""
-        if not 0 <= position <= self._length:
+        if not 0 <= position <= self._stop:
             raise IndexError("surface position out of range")
         return self._balances[position - 1] if position > 0 else 0
 
@@ -75,7 +73,7 @@ class Surface(PrefixView[int]):
         return position
 
     def __repr__(self) -> str:
-        return f"<Surface {self._length} nodes, generation {self.generation}>"
+        return f"<Surface {self._stop} nodes, generation {self.generation}>"
 
 
 def surface(session: Session) -> Surface:

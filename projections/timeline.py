@@ -12,6 +12,8 @@ of one event:
 ``resulted``
     ``tool/result`` was logged (the model will see the answer).
 
+These are the names of a call's state everywhere: recovery's ``DanglingKind`` is the first three.
+
 A call is identified by ``(turn, step, call_id)``: providers only promise call ids unique within
 one reply. Turns count from 1; steps restart at 1 in each turn.
 
@@ -226,7 +228,9 @@ class Timeline:
 
     @property
     def unanswered(self) -> tuple[ToolCallState, ...]:
-        """Every proposed call with no ``tool/result`` yet, in any step, oldest first."""
+        """Every proposed call with no ``tool/result`` yet, in any step (the open one's, which
+        are :attr:`dangling`, and those of steps that ended without answering them), oldest
+        first."""
         return self._resolve(self._unanswered)
 
     def _resolve(self, keys: Iterable[tuple[int, int, str]]) -> tuple[ToolCallState, ...]:

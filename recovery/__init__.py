@@ -1,22 +1,34 @@
 """Recovery: a read-only diagnosis of what a crash left open, and the repair that closes it.
 
 docs/recovery.md. ``scan(session)`` reports; ``await repair(session)`` appends the closers and
-flushes; ``recovery.testing`` helps property-test crash recovery.
+flushes; ``recovery.testing`` helps property-test crash recovery. The error codes of tool
+results (the agent's and repair's) are defined here once.
 """
 
-from .diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
-from .repair import (
+from ._codes import (
+    ABORTED_BEFORE_DISPATCH,
+    CHECKPOINT_FAILED,
+    INVALID_ARGUMENTS,
+    OUTPUT_TOO_LARGE,
+    TOOL_ERROR,
+    TOOL_FAILED,
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
-    RepairReport,
-    not_started_text,
-    outcome_unknown_text,
-    repair,
+    UNKNOWN_TOOL,
 )
+from .diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
+from .repair import RepairReport, not_started_text, outcome_unknown_text, repair
 
 __all__ = (
+    "ABORTED_BEFORE_DISPATCH",
+    "CHECKPOINT_FAILED",
+    "INVALID_ARGUMENTS",
+    "OUTPUT_TOO_LARGE",
+    "TOOL_ERROR",
+    "TOOL_FAILED",
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
+    "UNKNOWN_TOOL",
     "DanglingCall",
     "DanglingKind",
     "Diagnosis",

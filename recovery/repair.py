@@ -31,21 +31,15 @@ from eventlog import (
     TurnEnd,
 )
 
+from ._codes import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from .diagnosis import DanglingCall, Diagnosis, scan
 
 __all__ = (
-    "TOOL_NOT_STARTED",
-    "TOOL_OUTCOME_UNKNOWN",
     "RepairReport",
     "not_started_text",
     "outcome_unknown_text",
     "repair",
 )
-
-#: Error code of a call whose ``tool/call`` was logged but whose outcome was not.
-TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
-#: Error code of a proposed call that never started.
-TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 
 _RECOVERY = MessageSource(kind="recovery")
 
@@ -121,14 +115,14 @@ async def repair(session: Session) -> RepairReport:
 def _answer(session: Session, dangling: DanglingCall) -> tuple[ToolResult, tuple[int, ...]]:
     """The ``tool/result`` answering one dangling call, and the seqs it cites."""
     call = dangling.call
-    if dangling.kind == "recovered":
+    if dangling.kind == "completed":
         assert call.outcome is not None
         outcome: ToolOutcome = session.events()[call.outcome].data
         sources = tuple(s for s in (call.call, call.outcome) if s is not None)
         message = _recovered_message(outcome, call.call_id)
         data = ToolResult(turn=call.turn, step=call.step, message=message, error=outcome.error)
         return data, sources
-    if dangling.kind == "outcome-unknown":
+    if dangling.kind == "started":
         assert call.call is not None
         text = outcome_unknown_text(call.name, call.call_id)
         error = ToolError(name="ToolOutcomeUnknownError", code=TOOL_OUTCOME_UNKNOWN)

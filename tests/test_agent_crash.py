@@ -81,10 +81,10 @@ async def _verify(url: str, session_id: str, marker: Path, tally: Tally, *, fix:
             tally.repaired += diagnosis.needs_repair
             for dangling in diagnosis.dangling:
                 kind = dangling.kind
-                tally.outcome_unknown += kind == "outcome-unknown"
-                tally.not_started += kind == "not-started"
-                tally.recovered += kind == "recovered"
-                if kind == "not-started":
+                tally.outcome_unknown += kind == "started"
+                tally.not_started += kind == "proposed"
+                tally.recovered += kind == "completed"
+                if kind == "proposed":
                     assert dangling.call.call_id not in started, (
                         f"call {dangling.call.call_id} started but would be reported not started"
                     )

@@ -20,6 +20,7 @@ from eventlog import (
     Event,
     EventTypes,
     Message,
+    PrefixView,
     ReentrancyError,
     Replace,
     RequestHeader,
@@ -34,6 +35,7 @@ from eventlog import (
     open_store,
 )
 from eventlog.stores import LogStore
+from projections import messages, surface
 
 pytestmark = pytest.mark.anyio
 
@@ -204,6 +206,26 @@ async def test_events_are_frozen_and_seq_equals_index(session: Session) -> None:
         event.seq = 7  # type: ignore[misc]
     with pytest.raises(AttributeError):
         event.data.turn = 7
+
+
+async def test_events_view_is_the_shared_immutable_prefix_view(session: Session) -> None:
+    # The session's events and the projections' snapshots are one kind of view.
+    whole, tail = session.events(), session.events(1)
+    assert isinstance(whole, PrefixView) and isinstance(messages(session), PrefixView)
+    assert isinstance(surface(session), PrefixView)
+    # Later appends do not show through a view already handed out.
+    session.append("turn/end", {"turn": 1, "reason": "completed"})
+    assert (len(whole), len(tail), len(session.events())) == (2, 1, 3)
+    assert tail[0] is whole[1] and tail[-1].seq == 1
+    assert repr(tail) == "EventsView(seq 1..1)"
+    # Like every view: slices are tuples, equality is by items, and it is unhashable.
+    assert whole[1:] == (whole[1],) and isinstance(whole[:1], tuple)
+    assert whole == list(whole) and session.events(2) != whole
+    with pytest.raises(IndexError, match="event index out of range"):
+        tail[1]
+    with pytest.raises(TypeError):
+        hash(whole)
+    assert len(session.events(7)) == 0
 
 
 async def test_the_payload_is_a_validated_copy(session: Session) -> None:

@@ -33,9 +33,8 @@ from openai.types.chat import (
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from pydantic import TypeAdapter
 
-from agent.request import last_header
 from eventlog import Message, ToolCallPart, ToolSpec, ValidationError, open_store
-from projections import anthropic_request, messages, openai_request
+from projections import anthropic_request, messages, openai_request, request_header
 from recovery import repair
 from recovery.testing import AgentRun, agent_runs
 
@@ -114,11 +113,11 @@ async def bodies_of(run: AgentRun, kept: int) -> list[tuple[dict[str, Any], dict
             session = await store.create()
             run.commit(session, stop)
             await repair(session)
-            system, tools, model, _ = last_header(session)
+            in_force = request_header(session)
             header: dict[str, Any] = {
-                "system": system or "",
-                "tools": tools or TOOLS,
-                "model": model or "m",
+                "system": in_force.system or "",
+                "tools": in_force.tools or TOOLS,
+                "model": in_force.model or "m",
             }
             history = list(messages(session))
             note(f"{len(history)} messages after {session.head + 1} events")

@@ -24,8 +24,15 @@ from eventlog import (
 from eventlog.vocabulary import InboxTarget
 from projections import Inbox, inbox
 from projections.base import fold
-from projections.inbox import INBOX, normalize_splice
-from projections.inbox_splices import cancel, cancel_all, claim, enqueue, splice
+from projections.inbox import (
+    INBOX,
+    cancel,
+    cancel_all,
+    claim,
+    enqueue,
+    normalize_splice,
+    splice,
+)
 
 pytestmark = pytest.mark.anyio
 

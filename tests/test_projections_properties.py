@@ -7,7 +7,7 @@ tool-result pruning, and deliberately bad replaces. After every event (or every 
 exercise a catch-up over several) we check:
 
 - the state read incrementally equals a fold over the log so far, for surface, messages,
-  inbox and timeline;
+  inbox, timeline and the request header in force;
 - every view read earlier still shows what it showed then;
 - a refused append leaves every projection unchanged;
 - whenever no tool call is open, the history converts to valid OpenAI and Anthropic requests.
@@ -48,14 +48,14 @@ from projections import (
     Inbox,
     inbox,
     messages,
+    request_header,
     surface,
     timeline,
     to_anthropic,
     to_openai,
 )
 from projections.base import fold
-from projections.inbox import INBOX
-from projections.inbox_splices import cancel, claim, enqueue
+from projections.inbox import INBOX, cancel, claim, enqueue
 from tests.test_projections_formats import check_anthropic, check_openai
 from tests.test_surface import reads
 
@@ -99,6 +99,7 @@ class History:
         queued = inbox(session)
         assert queued == fold(INBOX, events).view()
         assert timeline(session) == timeline(session, at=session.head)
+        assert request_header(session) == request_header(session, at=session.head)
         self.held += [
             (view, tuple(view)),
             (history, tuple(history)),

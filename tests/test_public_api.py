@@ -167,9 +167,35 @@ def test_projections_exports_its_read_api() -> None:
 
     read_api = {
         *"surface messages inbox timeline to_openai to_anthropic to_openai_responses".split(),
+        "request_header",
         *"openai_request anthropic_request openai_tools anthropic_tools".split(),
         "ANTHROPIC_DEFAULT_MAX_TOKENS",
         *"Surface MessagesView Inbox Timeline ToolCallState OpenTurn OpenStep".split(),
         *"CallKey CallStatus Finding Attachments Degrade".split(),
     }
     assert set(projections.__all__) == read_api
+
+
+def test_tool_error_codes_are_defined_once() -> None:
+    # Recovery defines every code a tool result can carry (its own and the agent's); the agent
+    # and the report import them. No other module assigns one of these names.
+    import agent
+    import recovery
+    from recovery import _codes
+
+    codes = {name for name in vars(_codes) if name.isupper()}
+    assert len(codes) == 9
+    assert codes <= set(recovery.__all__)
+    assert all(getattr(recovery, name) == name for name in codes)  # a code reads as its name
+    assert {name for name in codes if hasattr(agent, name)} == codes - {
+        "TOOL_NOT_STARTED",
+        "TOOL_OUTCOME_UNKNOWN",
+    }
+    definers = set()
+    for package in PACKAGES:
+        for path in _python_files(package):
+            for node in ast.parse(path.read_text()).body:
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                if any(isinstance(t, ast.Name) and t.id in codes for t in targets):
+                    definers.add(str(path.relative_to(ROOT)))
+    assert definers == {"recovery/_codes.py"}

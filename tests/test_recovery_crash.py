@@ -220,4 +220,4 @@ def test_sigkill_at_random_moments_loses_no_flushed_event(tmp_path: Path, zygote
     # The kills landed where it matters: inside turns, with calls of every class dangling.
     assert tally.repaired >= KILLS // 4, tally
     assert tally.finished_before_kill < KILLS // 10, tally
-    assert set(tally.classes) == {"recovered", "outcome-unknown", "not-started"}, tally
+    assert set(tally.classes) == {"completed", "started", "proposed"}, tally

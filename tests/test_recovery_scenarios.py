@@ -29,6 +29,7 @@ from eventlog import (
     open_store,
 )
 from eventlog.stores import MemoryData
+from projections import timeline
 from recovery import (
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
@@ -37,6 +38,7 @@ from recovery import (
     repair,
     scan,
 )
+from recovery.diagnosis import classify
 from recovery.testing import FaultyStore, InvariantViolation, check_invariants
 from tests.ill_formed import unchecked
 
@@ -173,7 +175,8 @@ async def test_proposed_call_without_tool_call_is_not_started(session: Session) 
     step(session, 1, 1)
     proposed = propose(session, 1, 1, "a")
     [dangling] = scan(session).dangling
-    assert (dangling.kind, dangling.proof) == ("not-started", (proposed,))
+    assert (dangling.kind, dangling.proof) == ("proposed", (proposed,))
+    assert dangling.kind == dangling.call.status  # one name for the state, as in the timeline
     report = await repair(session)
     assert closer_types(session, report.appended) == ["tool/result", "step/end", "turn/end"]
     event = session.events()[report.appended[0]]
@@ -190,13 +193,25 @@ async def test_proposed_call_without_tool_call_is_not_started(session: Session) 
     check_invariants(session)
 
 
+async def test_an_answered_call_is_not_classified_as_dangling(session: Session) -> None:
+    turn(session, 1)
+    step(session, 1, 1)
+    propose(session, 1, 1, "a")
+    report = await repair(session)
+    [answered] = timeline(session).calls()
+    assert answered.status == "resulted"
+    with pytest.raises(ValueError) as info:
+        classify(answered)
+    assert str(info.value) == f"call 'a' was answered at seq {report.appended[0]}"
+
+
 async def test_started_call_has_unknown_outcome_citing_its_tool_call(session: Session) -> None:
     turn(session, 1)
     step(session, 1, 1)
     proposed = propose(session, 1, 1, "a")
     started = call(session, 1, 1, "a")
     [dangling] = scan(session).dangling
-    assert (dangling.kind, dangling.proof) == ("outcome-unknown", (proposed, started))
+    assert (dangling.kind, dangling.proof) == ("started", (proposed, started))
     report = await repair(session)
     event = session.events()[report.appended[0]]
     data, part = tool_result(event)
@@ -220,7 +235,7 @@ async def test_completed_call_gets_its_recorded_result(session: Session) -> None
     started_b = call(session, 1, 1, "b")
     finished_b = outcome(session, 1, 1, "b", "b's output")  # b finished ahead of a
     _, b = scan(session).dangling
-    assert (b.kind, b.proof) == ("recovered", (proposed, started_b, finished_b))
+    assert (b.kind, b.proof) == ("completed", (proposed, started_b, finished_b))
     report = await repair(session)
     event = session.events()[report.appended[1]]
     data, part = tool_result(event)
@@ -256,7 +271,7 @@ async def test_unanswered_call_in_closed_step_is_reported_not_repaired(session: 
     end_turn(session, 1)
     diagnosis = scan(session)
     assert diagnosis.dangling == () and not diagnosis.needs_repair
-    [left] = diagnosis.unanswered
+    [left] = diagnosis.unanswered_in_closed_steps
     assert (left.call_id, left.proposed, left.status) == ("a", proposed, "proposed")
     assert (await repair(session)).appended == ()
     with pytest.raises(InvariantViolation) as caught:
@@ -280,7 +295,7 @@ async def test_only_the_open_turn_is_repaired(session: Session) -> None:
     propose(session, 2, 1, "new")
     diagnosis = scan(session)
     assert [d.call.call_id for d in diagnosis.dangling] == ["new"]
-    assert [c.call_id for c in diagnosis.unanswered] == ["old"]
+    assert [c.call_id for c in diagnosis.unanswered_in_closed_steps] == ["old"]
     report = await repair(session)
     assert appended(session, report.appended)[1:] == [
         ("step/end", StepEnd(turn=2, step=1)),

@@ -41,9 +41,6 @@ from ._runs import (
     SpanKind as SpanKind,
 )
 from ._runs import (
-    header_at as header_at,
-)
-from ._runs import (
     run_spans as run_spans,
 )
 from ._sessions import describe_session as describe_session
@@ -61,7 +58,6 @@ __all__ = (
     "Loaded",
     "RunSpan",
     "SpanKind",
-    "header_at",
     "load_session",
     "run_spans",
     "FAILED_FATES",

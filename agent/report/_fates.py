@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from eventlog import EventLogError, Session, ToolCallPart, ToolResult
 from projections import ToolCallState, timeline
-from recovery import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from recovery import ABORTED_BEFORE_DISPATCH, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 
 __all__ = (
     "FAILED_FATES",
@@ -39,7 +39,7 @@ SessionState = Literal[
 ]
 
 #: Result error codes that say the tool body never ran (recovery, or the agent on cancel).
-_NOT_STARTED_CODES = frozenset({TOOL_NOT_STARTED, "ABORTED_BEFORE_DISPATCH"})
+_NOT_STARTED_CODES = frozenset({TOOL_NOT_STARTED, ABORTED_BEFORE_DISPATCH})
 _UNKNOWN_CODES = frozenset({TOOL_OUTCOME_UNKNOWN})
 
 

@@ -7,17 +7,17 @@ over the events (plus the timeline projection for the calls), so both views agre
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Literal
 
 import msgspec
 
-from eventlog import Event, RequestHeader, Session
+from eventlog import Event, Session
 from projections import timeline
+from projections.header import REQUEST_HEADER
 
 from ._fates import call_arguments, call_error, call_fate
 
-__all__ = ("RunSpan", "SpanKind", "header_at", "run_spans")
+__all__ = ("RunSpan", "SpanKind", "run_spans")
 
 SpanKind = Literal["turn", "step", "model", "tool"]
 
@@ -48,21 +48,6 @@ class RunSpan(msgspec.Struct, kw_only=True):
     children: list[RunSpan] = msgspec.field(default_factory=list)
 
 
-def header_at(events: Iterable[Event], at: int | None) -> RequestHeader:
-    """The request settings in force after event ``at`` (``None``: the end): each
-    ``request/header`` field keeps its last non-``None`` value."""
-    fields: dict[str, Any] = {}
-    for event in events:
-        if at is not None and event.seq > at:
-            break
-        if event.type == "request/header":
-            for name in RequestHeader.__struct_fields__:
-                value = getattr(event.data, name)
-                if value is not None:
-                    fields[name] = value
-    return RequestHeader(**fields)
-
-
 class _Walk:
     """The state of the single pass over the events."""
 
@@ -71,15 +56,14 @@ class _Walk:
         self.turn: RunSpan | None = None
         self.step: RunSpan | None = None
         self.model_from: Event | None = None
-        self.model: str | None = None
+        self.header = REQUEST_HEADER.initial()  # the request header in force, as it goes
         self.steps: dict[tuple[int, int], RunSpan] = {}
 
     def event(self, event: Event) -> None:
         kind = event.type
         data = event.data
-        if kind == "request/header" and data.model is not None:
-            self.model = data.model
-        elif kind == "turn/start":
+        self.header = REQUEST_HEADER.apply(self.header, event)
+        if kind == "turn/start":
             self.turn = _span("turn", f"turn {data.turn}", data.turn, None, event, "open")
             self.turns.append(self.turn)
         elif kind == "turn/end" and self.turn is not None:
@@ -100,9 +84,10 @@ class _Walk:
         if self.step is None or self.model_from is None:
             return
         data = event.data
-        name = f"chat {self.model}" if self.model else "chat"
+        model = self.header.model
+        name = f"chat {model}" if model else "chat"
         span = _span("model", name, data.turn, data.step, self.model_from, "completed")
-        span.attrs["model"] = self.model
+        span.attrs["model"] = model
         if event.type == "assistant/attempt":
             span.fate = "error" if data.error is not None else "completed"
             span.attrs["error"] = data.error

@@ -13,7 +13,7 @@ import msgspec
 
 from eventlog import Event, RequestHeader, Session
 from eventlog.stores import LogStore, SessionRecord, writer_alive
-from projections import messages, timeline
+from projections import messages, request_header, timeline
 
 from ..cli.render import event_summary, message_text, timestamp
 from ..report import (
@@ -21,7 +21,6 @@ from ..report import (
     call_row,
     describe_session,
     failed_attempts,
-    header_at,
     load_session,
     run_spans,
     session_state,
@@ -250,10 +249,9 @@ async def seen_view(store: LogStore, session_id: str, at: int | None) -> dict[st
     session = loaded.session
     seq = session.head if at is None else at
     history = messages(session, at=seq)
-    events = session.events()
     previous = _previous_request(session, seq)
-    now = header_at(events, seq)
-    before = header_at(events, previous) if previous is not None else RequestHeader()
+    now = request_header(session, at=seq)
+    before = request_header(session, at=previous) if previous is not None else RequestHeader()
     return {
         "id": session.id,
         "at": seq,

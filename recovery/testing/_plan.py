@@ -42,6 +42,8 @@ from eventlog import (
 )
 from eventlog.vocabulary import FinishReason, InboxTarget, TurnEndReason
 
+from .._codes import ABORTED_BEFORE_DISPATCH, TOOL_FAILED
+
 __all__ = ("Choose", "PlannedEvent", "Planner", "plan")
 
 #: ``choose(low, high)`` returns an integer in ``[low, high]``; it drives every decision.
@@ -346,7 +348,7 @@ class _ToolCalls:
         call_id = self.calls[i].id
         text = f"error in {call_id}" if failed else f"output of {call_id}"
         message = Message.tool_result(call_id, text, is_error=failed, id=f"r-{call_id}")
-        return message, ToolError(name="ToolError", code="TOOL_FAILED") if failed else None
+        return message, ToolError(name="ToolError", code=TOOL_FAILED) if failed else None
 
     def finish(self, i: int) -> None:
         self.finished[i] = True
@@ -394,7 +396,7 @@ class _ToolCalls:
             message = Message.tool_result(
                 call_id, "aborted before dispatch: it did not run", is_error=True, id=f"r-{call_id}"
             )
-            error = ToolError(name="AbortError", code="ABORTED_BEFORE_DISPATCH")
+            error = ToolError(name="AbortError", code=ABORTED_BEFORE_DISPATCH)
             self.answer(ToolResult(turn=self.turn, step=self.step, message=message, error=error))
             self.finished[i] = True
             self.answer_ready()

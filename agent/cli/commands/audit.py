@@ -34,7 +34,7 @@ _OUTCOME_STYLE = {
 def _findings(diagnosis: Diagnosis) -> list[dict[str, Any]]:
     """Integrity findings of the scan, and calls left unanswered in steps that ended."""
     found = [{"seq": f.seq, "message": f.message} for f in diagnosis.findings]
-    for call in diagnosis.unanswered:
+    for call in diagnosis.unanswered_in_closed_steps:
         seq = call.proposed if call.proposed is not None else call.call
         found.append(
             {

@@ -16,6 +16,10 @@ from .base import Command, add_salvage
 
 __all__ = ("RECOVER",)
 
+#: What ``recover`` prints for each dangling state (``DanglingKind``, the timeline's names): the
+#: answer repair gives it, in the words this command has always printed.
+_ANSWER_WORD = {"completed": "recovered", "started": "outcome-unknown", "proposed": "not-started"}
+
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session_id", metavar="ID")
@@ -66,14 +70,16 @@ def _diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
                 "step": d.call.step,
                 "call_id": d.call.call_id,
                 "name": d.call.name,
-                "kind": d.kind,
+                "kind": _ANSWER_WORD[d.kind],
                 "proof": list(d.proof),
             }
             for d in diagnosis.dangling
         ],
+        # The key keeps its name (the --json output is an interface); it lists only the calls
+        # unanswered in closed steps, as the text output says.
         "unanswered": [
             {"turn": c.turn, "step": c.step, "call_id": c.call_id, "name": c.name}
-            for c in diagnosis.unanswered
+            for c in diagnosis.unanswered_in_closed_steps
         ],
         "findings": [{"seq": f.seq, "message": f.message} for f in diagnosis.findings],
     }

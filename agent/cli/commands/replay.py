@@ -10,9 +10,8 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from eventlog import RequestHeader, Session
-from projections import anthropic_request, messages, openai_request
+from projections import anthropic_request, messages, openai_request, request_header
 
-from ...report import header_at
 from ..context import Context, load_session, open_cli_store
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..render import fault_json, message_text
@@ -48,7 +47,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         attachments = (
             await store.load_attachments(history) if fmt in ("openai", "anthropic") else {}
         )
-    header = header_at(session.events(), args.at)
+    header = request_header(session, at=args.at)
     if fmt == "text":
         _print_text(ctx, session, args.at, header, history)
     else:
