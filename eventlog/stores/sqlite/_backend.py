@@ -75,6 +75,9 @@ _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 #: Seconds since its last write during which another session counts as active (its commits
 #: would join the next round, so a round is not written on the loop's thread then).
 _ACTIVE_WINDOW = 0.05
+#: A round is written on the loop's thread while at most one active session in this many is
+#: left out of it (see `SQLiteBackend._holds_most_active`).
+_LEFT_OUT_RATIO = 8
 
 
 def _ignore(_result: object, _error: BaseException | None) -> None:
@@ -257,8 +260,8 @@ class SQLiteBackend(Backend):
         the loop's thread when the writer thread is idle (see the module's docstring); every
         other round, and one that would wait for another process's write lock, on the thread."""
         self._check()
-        alone = self._alone(b.session_id for b in batches)
-        if alone and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
+        most = self._holds_most_active(b.session_id for b in batches)
+        if most and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
             try:
                 with _translated(self.path, "writing events", write=True):
                     conflicts = self._writer.run_here(ops.write_batches_now, batches, self._held)
@@ -270,35 +273,46 @@ class SQLiteBackend(Backend):
                 # the thread would.
                 await anyio.lowlevel.checkpoint()
                 return conflicts
-        # The thread reads its own copy of the owners while the loop may take or release leases.
-        written = await self._writer.call(self._write_batches, batches, self._owners_of(batches))
+        # The thread reads its own copy of the owners while the loop may take or release leases,
+        # and gets the round's statement parameters ready-made (see `ops.pack`).
+        owners = self._owners_of(batches)
+        written = await self._writer.call(
+            self._write_batches, batches, owners, ops.pack(batches, owners)
+        )
         self._notify()
         return written
 
-    def _alone(self, session_ids: Iterable[str]) -> bool:
-        """Whether no session but these was written during the last ``_ACTIVE_WINDOW`` (such
-        a session is likely to commit again soon and could share the next round)."""
+    def _holds_most_active(self, session_ids: Iterable[str]) -> bool:
+        """Whether these sessions are (nearly) all that were written during the last
+        ``_ACTIVE_WINDOW``: a lone agent, or many in step. Only sessions left out of the round
+        have work the loop could do while the thread commits (and such a session is likely to
+        commit again soon, sharing the next round), so a thread hop gains something only when
+        they are more than one in ``_LEFT_OUT_RATIO`` of the round."""
         now = time.monotonic()
         recent = self._recent
         ids = set(session_ids)
-        alone = True
+        left_out = 0
         for sid, seen in list(recent.items()):
             if now - seen > _ACTIVE_WINDOW:
                 del recent[sid]
             elif sid not in ids:
-                alone = False
+                left_out += 1
         for sid in ids:
             recent[sid] = now
-        return alone
+        return left_out * _LEFT_OUT_RATIO <= len(ids)
 
     def _owners_of(self, batches: Sequence[Batch]) -> dict[str, str]:
         return {b.session_id: self._held.get(b.session_id, "") for b in batches}
 
     def _write_batches(
-        self, connection: sqlite3.Connection, batches: Sequence[Batch], owners: dict[str, str]
+        self,
+        connection: sqlite3.Connection,
+        batches: Sequence[Batch],
+        owners: dict[str, str],
+        packed: ops.Packed,
     ) -> Collection[str]:
         with _translated(self.path, "writing events", write=True):
-            return ops.write_batches(connection, batches, owners, self._busy_timeout_ms)
+            return ops.write_batches(connection, batches, owners, self._busy_timeout_ms, packed)
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         self._check()

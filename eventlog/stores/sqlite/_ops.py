@@ -32,7 +32,9 @@ __all__ = (
     "select_rows",
     "select_session",
     "UndecodableRow",
+    "Packed",
     "WriteLockBusy",
+    "pack",
     "write_batches",
     "waiting_for_lock",
     "write_batches_now",
@@ -112,11 +114,27 @@ class WriteLockBusy(Exception):
     wait for it (the caller hands the round to the writer thread, which does)."""
 
 
+#: The parameters of the packed round: the heads' JSON for :data:`_MOVE_HEADS`, then those of
+#: :data:`_INSERT`.
+Packed = tuple[str, tuple[str, bytes, bytes]]
+
+
+def pack(batches: Sequence[Batch], owners: Mapping[str, str]) -> Packed:
+    """The parameters of a round's packed statements (built on the event loop's thread before
+    the round goes to the writer thread: Python work there waits for the GIL)."""
+    heads = [
+        (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
+        for b in batches
+    ]
+    return _encoder.encode(heads).decode(), _packed((b.session_id, b.rows) for b in batches)
+
+
 def write_batches(
     connection: sqlite3.Connection,
     batches: Sequence[Batch],
     owners: Mapping[str, str],
     busy_timeout_ms: int,
+    packed: Packed | None = None,
 ) -> list[str]:
     """Write every batch whose expected head matches the stored one and whose session's lease
     is still ``owners[session]``, in one transaction, and return the other sessions (another
@@ -124,27 +142,22 @@ def write_batches(
     written).
 
     For the writer thread: waits up to ``busy_timeout_ms`` for another process's write lock,
-    and writes the round in four statements (see :data:`_INSERT`).
+    and writes the round in four statements (see :data:`_INSERT`), with ``packed`` (see
+    :func:`pack`) when given.
     """
     _begin(connection, busy_timeout_ms)
-    try:
-        heads = [
-            (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
-            for b in batches
-        ]
-        moved = connection.execute(_MOVE_HEADS, (_encoder.encode(heads).decode(),)).rowcount
-        if moved == len(batches):
-            connection.execute(_INSERT, _packed((b.session_id, b.rows) for b in batches))
-            connection.execute("COMMIT")
-            return []
-    except BaseException:
-        rollback(connection)
-        raise
+    if _write_packed(connection, batches, packed or pack(batches, owners)):
+        return []
     # A head moved under its session, or a session is gone (rare: those sessions are fenced):
     # the round is written again session by session, to learn which.
-    rollback(connection)
     _begin(connection, busy_timeout_ms)
     return _write_locked(connection, batches, owners, _insert_packed)
+
+
+#: Sessions in a round from which the packed statements beat one statement per session on the
+#: event loop's thread (there, each statement costs no GIL hand-off; the packed JSON costs
+#: more than ``executemany`` for a session or two).
+_PACKED_FROM = 3
 
 
 def write_batches_now(
@@ -156,9 +169,31 @@ def write_batches_now(
     :raises WriteLockBusy: another connection holds the write lock (nothing was written).
     """
     _begin_now(connection)
+    if len(batches) >= _PACKED_FROM:
+        if _write_packed(connection, batches, pack(batches, owners)):
+            return []
+        _begin_now(connection)
     # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
-    # row) is the cheapest insert; the packed statement's JSON costs more for small batches.
+    # row) is the cheapest insert of a small round.
     return _write_locked(connection, batches, owners, _insert_each)
+
+
+def _write_packed(connection: sqlite3.Connection, batches: Sequence[Batch], packed: Packed) -> bool:
+    """The round in three statements (see :data:`_INSERT`), inside the ``BEGIN IMMEDIATE`` the
+    caller issued. ``True``: committed; ``False``: some head or lease did not match, nothing
+    was written and the transaction is rolled back. Rolls back and raises on any error."""
+    heads, rows = packed
+    try:
+        moved = connection.execute(_MOVE_HEADS, (heads,)).rowcount
+        if moved == len(batches):
+            connection.execute(_INSERT, rows)
+            connection.execute("COMMIT")
+            return True
+    except BaseException:
+        rollback(connection)
+        raise
+    rollback(connection)
+    return False
 
 
 def _begin_now(connection: sqlite3.Connection) -> None:
