@@ -162,6 +162,8 @@ class Writer:
         # Rounds never overlap: a batch's expected head is the durable seq of the round before.
         self._in_flight: _Round | None = None
         self._again = False
+        # A round's task is started and has not taken its rows yet.
+        self._scheduled = False
         self._wake = anyio.Event()
         # When the oldest event not yet taken by a round was queued (``time.monotonic``).
         self._since = 0.0
@@ -264,31 +266,45 @@ class Writer:
     async def _next_round_done(self) -> _Round:
         """Ask for the next round and return it once it finished."""
         round_ = self._next_round
-        if self._in_flight is None:
-            self._start_round()
-        else:
+        if self._in_flight is not None:
             self._again = True
+        elif not self._scheduled:
+            self._schedule_round()
+        # else: the round is scheduled and takes everything queued when it starts.
         await round_.done.wait()
         return round_
 
-    def _start_round(self) -> None:
-        """Take everything waiting and write it in a task of the store's task group (so a
-        cancelled flush caller neither cancels nor waits for the write)."""
+    def _schedule_round(self) -> None:
+        """Start the next round in a task of the store's task group (so a cancelled flush
+        caller neither cancels nor waits for the write). The round takes what is queued when
+        that task runs, not now: the flushers woken by the round before (ready to run, ahead of
+        it) commit and join it first, instead of each cohort splitting into a round of one
+        flusher and a round of all the others."""
+        if self._task_group is None:  # closed while this round waited for the one before
+            self._write_round_now_failed()
+            return
+        self._scheduled = True
+        self._task_group.start_soon(self._write_round)
+
+    def _write_round_now_failed(self) -> None:
+        round_, self._next_round = self._next_round, _Round()
+        self._again = False
+        taken = self._take()
+        if taken:
+            self._in_flight = round_
+            self._finish(round_, taken, (), ClosedError("the store is closed"))
+        else:
+            round_.done.set()
+
+    async def _write_round(self) -> None:
+        self._scheduled = False
         round_, self._next_round = self._next_round, _Round()
         self._again = False
         taken = self._take()
         if not taken:
             round_.done.set()
-        elif self._task_group is None:  # closed while this round waited for the one before
-            self._in_flight = round_
-            self._finish(round_, taken, (), ClosedError("the store is closed"))
-        else:
-            self._in_flight = round_
-            self._task_group.start_soon(self._write_round, round_, taken)
-
-    async def _write_round(
-        self, round_: _Round, taken: list[tuple[_SessionTail, list[Row]]]
-    ) -> None:
+            return
+        self._in_flight = round_
         batches = [Batch(tail.session_id, tail.durable, rows) for tail, rows in taken]
         try:
             # Shielded: closing the store never leaves "did it commit?" unanswerable.
@@ -320,7 +336,7 @@ class Writer:
             # Whatever happens, the flushers are woken.
             round_.done.set()
         if self._again:
-            self._start_round()
+            self._schedule_round()
 
     def _take(self) -> list[tuple[_SessionTail, list[Row]]]:
         """Everything waiting, as rows: rows of a failed round first, then new events."""
@@ -416,6 +432,9 @@ class Writer:
         with anyio.CancelScope(shield=True):
             busy = self.waiting or self._in_flight is not None
             if busy and self._task_group is not None:
+                await self._next_round_done()
+            # A round asked for meanwhile would run in a task the store is about to cancel.
+            while (self._scheduled or self._in_flight is not None) and self._task_group:
                 await self._next_round_done()
         self._closed = True
         self._task_group = None
