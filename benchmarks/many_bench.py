@@ -364,7 +364,7 @@ def _print_runs(label: str, runs: list[Run], count: int) -> None:
             )
             print_figure(Figure(f"{label}: flush {name}", Stats(values), "ms"))
     errors = sum(r.errors for r in runs)
-    if errors or label.startswith("eventlog"):
+    if errors or "eventlog" in label:
         print(
             f"{label}: failed flushes (StoreWriteError, database is locked): {errors}", flush=True
         )

@@ -6,11 +6,13 @@ reader connection serves ``read``, ``follow``, ``list`` and loads on the event l
 (see :meth:`SQLiteBackend._read` for why), so reads never wait behind a commit on the writer
 thread. Driver errors are translated in :func:`_translated`.
 
-A round of sessions that are alone (no other session of the store was written in the last
-50 ms: one agent flushing after its turn) is written on the event loop's own thread instead,
-when it is small (``inline_write_bytes``, 256 KiB by default), the writer thread is idle and no
-other process holds the write lock: the two thread switches of a hand-off cost a large share of
-a small durable commit, and the flush caller waits for all of it. The price: the event loop is
+A round that holds nearly every session written in the last 50 ms (at most one in eight left
+out: one agent flushing after its turn, or many agents in step, whose next commits all wait for
+this one) is written on the event loop's own thread instead, when it is small
+(``inline_write_bytes``, 256 KiB by default), the writer thread is idle and no other process
+holds the write lock: the two thread switches of a hand-off cost a large share of a small
+durable commit, the flush callers wait for all of it, and the loop has no other session's work
+to overlap with it. The price: the event loop is
 blocked for that commit, fsync included (a slow disk's hiccup shows there too). This policy is
 the backend's alone (see :meth:`SQLiteBackend.write`); the store's writer only awaits ``write``.
 
@@ -25,8 +27,9 @@ the event loop is busy with Python work it rarely gets it (the loop releases the
 poll and takes it straight back, so the waiting thread never asks for a forced switch). Such a
 round is late, never lost, and a flush waits for it like for any other.
 
-The figures behind these choices (``python -m benchmarks sqlite`` prints both write paths) are
-in ``benchmarks/SQLITE.md``.
+The figures behind these choices (``python -m benchmarks sqlite`` prints both write paths;
+``python -m benchmarks many`` the many-session rounds) are in ``benchmarks/SQLITE.md`` and
+``benchmarks/MANY.md``.
 """
 
 from __future__ import annotations
@@ -269,9 +272,6 @@ class SQLiteBackend(Backend):
                 pass  # another process is writing: the thread waits for the lock instead
             else:
                 self._notify()
-                # Written without yielding: let the app's other tasks run once, as a round on
-                # the thread would.
-                await anyio.lowlevel.checkpoint()
                 return conflicts
         # The thread reads its own copy of the owners while the loop may take or release leases,
         # and gets the round's statement parameters ready-made (see `ops.pack`).
