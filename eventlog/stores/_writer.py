@@ -136,8 +136,9 @@ class Writer:
     A round takes everything pending and starts its write at once, from whichever task asks
     (a flush, or the background writer after ``write_delay``); rounds never overlap, and a round
     asked for while one is in flight starts the moment that one ends. The write runs in a task
-    of the store's task group, shielded, so a cancelled flush caller never cancels or waits for
-    a write, and closing the store never leaves "did it commit?" unanswerable.
+    of the store's task group (one task writes every round), shielded, so a cancelled flush
+    caller never cancels or waits for a write, and closing the store never leaves "did it
+    commit?" unanswerable.
 
     :param write: the store's batch write (see :data:`WriteFunction`).
     :param write_delay: seconds the background writer waits for more events before a round.
@@ -162,8 +163,9 @@ class Writer:
         # Rounds never overlap: a batch's expected head is the durable seq of the round before.
         self._in_flight: _Round | None = None
         self._again = False
-        # A round's task is started and has not taken its rows yet.
+        # A round is asked of the rounds task, which has not taken its rows yet.
         self._scheduled = False
+        self._round_wanted = anyio.Event()
         self._wake = anyio.Event()
         # When the oldest event not yet taken by a round was queued (``time.monotonic``).
         self._since = 0.0
@@ -259,9 +261,19 @@ class Writer:
             await self._next_round_done()
 
     async def start(self, task_group: TaskGroup) -> None:
-        """Start the writer task inside the store's task group."""
+        """Start the writer's tasks inside the store's task group."""
         self._task_group = task_group
         await task_group.start(self.run)
+        await task_group.start(self._rounds)
+
+    async def _rounds(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The task that writes the rounds, one after another (waking it costs less than
+        starting a task per round)."""
+        task_status.started()
+        while True:
+            await self._round_wanted.wait()
+            self._round_wanted = anyio.Event()
+            await self._write_round()
 
     async def _next_round_done(self) -> _Round:
         """Ask for the next round and return it once it finished."""
@@ -275,16 +287,16 @@ class Writer:
         return round_
 
     def _schedule_round(self) -> None:
-        """Start the next round in a task of the store's task group (so a cancelled flush
-        caller neither cancels nor waits for the write). The round takes what is queued when
-        that task runs, not now: the flushers woken by the round before (ready to run, ahead of
+        """Ask the rounds task (of the store's task group: a cancelled flush caller neither
+        cancels nor waits for the write) for the next round. The round takes what is queued
+        when that task runs, not now: the flushers woken by the round before (ready to run, ahead of
         it) commit and join it first, instead of each cohort splitting into a round of one
         flusher and a round of all the others."""
         if self._task_group is None:  # closed while this round waited for the one before
             self._write_round_now_failed()
             return
         self._scheduled = True
-        self._task_group.start_soon(self._write_round)
+        self._round_wanted.set()
 
     def _write_round_now_failed(self) -> None:
         round_, self._next_round = self._next_round, _Round()
