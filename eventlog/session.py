@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from time import time_ns as _time_ns
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
 from ._grammar import TurnGrammar
 from ._prefix import EventsView
 from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
-from .codec import CHAIN_VERSION, chain_version_of, encode_payload
+from .codec import encode_payload
 from .errors import (
     ClosedError,
     EventLogError,
@@ -29,10 +29,7 @@ from .event import Append, Event, Replace, SurfaceOp
 from .registry import EventTypes
 from .surface import SurfaceIndex, message_delta, plan_transition
 
-if TYPE_CHECKING:
-    from .stores._writer import Writer
-
-__all__ = ("EventsView", "Observer", "Session", "DEFAULT_MAX_EVENT_BYTES")
+__all__ = ("EventsView", "Observer", "Session", "SessionTail", "DEFAULT_MAX_EVENT_BYTES")
 
 logger = logging.getLogger("eventlog.session")
 
@@ -49,6 +46,69 @@ def _fold_grammar(events: Sequence[Event]) -> TurnGrammar:
     return grammar
 
 
+class SessionTail(Protocol):
+    """The write side of one writable session, owned by its store's writer.
+
+    The session reads its watermarks here and hands it what it commits; only the writer
+    changes them (a durable seq only grows; a fault, once set, stays).
+    """
+
+    @property
+    def durable(self) -> int:
+        """The last seq known durable in the store."""
+        ...
+
+    @property
+    def last_hash(self) -> bytes:
+        """The chain hash of the last event turned into a row."""
+        ...
+
+    @property
+    def fault(self) -> EventLogError | None:
+        """The error that fenced the session, or ``None``."""
+        ...
+
+    def check_room(self, seq: int, nbytes: int) -> None:
+        """Refuse (raise) a commit of ``nbytes`` at ``seq`` that the store cannot take now."""
+        ...
+
+    def enqueue(self, event: Event, data: bytes) -> None:
+        """Queue a committed event and its payload bytes for writing."""
+        ...
+
+    async def flush(self, target: int) -> None:
+        """Return once ``target`` is durable (see :meth:`Session.flush` for what it raises)."""
+        ...
+
+    def forget(self) -> None:
+        """Drop the events not yet written (the session closes without them)."""
+        ...
+
+
+class _StoredTail:
+    """The tail of a session opened read-only: everything loaded is durable, nothing is
+    written."""
+
+    __slots__ = ("durable", "fault", "last_hash")
+
+    def __init__(self, durable: int, last_hash: bytes) -> None:
+        self.durable = durable
+        self.last_hash = last_hash
+        self.fault: EventLogError | None = None
+
+    def check_room(self, seq: int, nbytes: int) -> None:
+        raise ClosedError("a read-only session takes no commits")
+
+    def enqueue(self, event: Event, data: bytes) -> None:
+        raise ClosedError("a read-only session takes no commits")
+
+    async def flush(self, target: int) -> None:
+        return None
+
+    def forget(self) -> None:
+        return None
+
+
 class Session:
     """One session's log. Get one from ``store.create()`` or ``store.open()``.
 
@@ -63,7 +123,7 @@ class Session:
         *,
         id: str,
         types: EventTypes,
-        writer: Writer | None,
+        tail: SessionTail | None,
         events: list[Event] | None = None,
         last_hash: bytes = b"",
         surface: SurfaceIndex | None = None,
@@ -77,31 +137,27 @@ class Session:
         self.id = id
         self.types = types
         self.metadata: dict[str, Any] = dict(metadata or {})
-        self.read_only = read_only or writer is None
+        self.read_only = read_only or tail is None
         self.max_event_bytes = max_event_bytes
         self.max_nesting = max_nesting
         self.projection_cache: dict[object, Any] = {}
         #: Opened with ``salvage=True``: the error that stopped loading (naming its seq), or
         #: ``None`` when the whole stored log loaded.
         self.salvage_fault: EventLogError | None = None
-        self._writer = writer
         self._events: list[Event] = events if events is not None else []
-        #: Hash of the last event the writer turned into a row (the stored chain's head once
-        #: everything is flushed). Maintained by the writer.
-        self.chain_hash = last_hash
-        #: The chain format of this session (that of its stored hashes; format 2 for a new
-        #: one) and the id its hashes bind (``None`` for format 1). Used by the writer.
-        self.chain_version = chain_version_of(last_hash) if last_hash else CHAIN_VERSION
-        self.chain_binding = id if self.chain_version == 2 else None
-        self._durable = len(self._events) - 1
+        # Durable seq, chain hash and fence live in the tail, owned by the store's writer.
+        self._tail: SessionTail = (
+            tail
+            if tail is not None and not read_only
+            else _StoredTail(len(self._events) - 1, last_hash)
+        )
         self._surface = surface if surface is not None else SurfaceIndex()
         self._grammar = grammar if grammar is not None else _fold_grammar(self._events)
         self._observers: list[Observer] = []
         self._notifying = False
-        self._fenced: EventLogError | None = None
         self._closed = False
-        # True whenever append must refuse (notifying, fenced, closed, read-only): one check on
-        # the hot path; _check_writable says why.
+        # True whenever append must refuse (notifying, closed, read-only): one check on the hot
+        # path, beside the tail's fault; _check_writable says why.
         self._blocked = self.read_only
         self._release = release
 
@@ -115,7 +171,7 @@ class Session:
     @property
     def durable(self) -> int:
         """The last seq known durable in the store (``durable <= head``)."""
-        return self._durable
+        return self._tail.durable
 
     @property
     def surface_index(self) -> SurfaceIndex:
@@ -127,7 +183,7 @@ class Session:
         """True once the session can no longer write: another writer advanced the stored log
         or took the lease (``ConflictError``), or an event could not be stored
         (``StoreWriteError``)."""
-        return self._fenced is not None
+        return self._tail.fault is not None
 
     # -- commit --------------------------------------------------------------------------------
 
@@ -160,7 +216,8 @@ class Session:
         :raises ConflictError: the session is fenced.
         :raises ClosedError: the session is closed or read-only.
         """
-        if self._blocked:
+        tail = self._tail
+        if self._blocked or tail.fault is not None:
             self._check_writable()
         seq = len(self._events)
         info = self.types.get(type) if isinstance(type, str) else None
@@ -216,9 +273,7 @@ class Session:
                 hint="turns count from 1, steps from 1 in each turn; each closes before the "
                 "next opens",
             )
-        writer = self._writer
-        assert writer is not None  # _check_writable
-        writer.check_room(self, len(raw))
+        tail.check_room(seq, len(raw))
         # -- commit point: nothing below may fail --
         event = Event(
             seq=seq,
@@ -235,7 +290,7 @@ class Session:
             self._surface.append_node(seq, append_delta)
         elif transition is not None:
             self._surface.apply(transition)
-        writer.enqueue(self, event, raw)
+        tail.enqueue(event, raw)
         if self._observers:
             self._notify(event)
         return event
@@ -355,7 +410,7 @@ class Session:
                     )
         finally:
             self._notifying = False
-            self._blocked = self.read_only or self._closed or self._fenced is not None
+            self._blocked = self.read_only or self._closed
 
     # -- flush and lifecycle -------------------------------------------------------------------
 
@@ -370,10 +425,11 @@ class Session:
         """
         if self._closed:
             raise ClosedError(f"session {self.id!r} is closed", session_id=self.id)
-        if self._writer is None or self._durable >= self.head:
+        head = len(self._events) - 1
+        if self.read_only or self._tail.durable >= head:
             self.raise_if_fenced()
             return
-        await self._writer.flush(self)
+        await self._tail.flush(head)
 
     async def aclose(self) -> None:
         """Flush, then release the writer lease; further appends raise ``ClosedError``.
@@ -388,7 +444,7 @@ class Session:
         if self._closed:
             return
         with anyio.CancelScope(shield=True):
-            if self._writer is not None and not self.fenced:
+            if not self.read_only and not self.fenced:
                 await self.flush()
             self._closed = True
             self._blocked = True
@@ -401,8 +457,7 @@ class Session:
         The caller releases the lease."""
         self._closed = True
         self._blocked = True
-        if self._writer is not None:
-            self._writer.forget(self)
+        self._tail.forget()
 
     async def __aenter__(self) -> Session:
         return self
@@ -459,34 +514,20 @@ class Session:
 
         return unsubscribe
 
-    # -- used by the writer and stores ---------------------------------------------------------
-
-    def mark_durable(self, seq: int) -> None:
-        """Advance the durable watermark (writer only)."""
-        if seq > self._durable:
-            self._durable = seq
-
-    def fence(self, error: EventLogError) -> None:
-        """Fence the session: every later append or flush raises ``error`` (writer only)."""
-        self._fenced = error
-        self._blocked = True
+    # -- the write side -------------------------------------------------------------------------
 
     def raise_if_fenced(self) -> None:
         """Raise (a fresh copy of) the error that fenced the session, if any."""
-        if self._fenced is not None:
-            raise type(self._fenced)(
-                self._fenced.message,
-                session_id=self.id,
-                seq=self._fenced.seq,
-                hint=self._fenced.hint,
-            )
+        fault = self._tail.fault
+        if fault is not None:
+            raise type(fault)(fault.message, session_id=self.id, seq=fault.seq, hint=fault.hint)
 
     @property
     def last_hash(self) -> bytes:
         """The chain hash of the last event handed to the store (after ``flush``: the last
         committed event). Hashes are computed by the writer, off the commit path."""
-        return self.chain_hash
+        return self._tail.last_hash
 
     def __repr__(self) -> str:
         state = " fenced" if self.fenced else " closed" if self._closed else ""
-        return f"<Session {self.id!r} head={self.head} durable={self._durable}{state}>"
+        return f"<Session {self.id!r} head={self.head} durable={self._tail.durable}{state}>"

@@ -121,6 +121,26 @@ async def test_a_write_round_holds_flushers_of_several_sessions() -> None:
         assert len(disk.rounds) < len(sessions)
 
 
+async def test_agents_woken_by_one_round_share_the_next() -> None:
+    """Five agents in step, each committing and flushing three times: the flushers a round
+    wakes all commit before the next round takes its rows, so each checkpoint is one round
+    (not a round of the first flusher and another of the other four)."""
+    disk = FailingDisk()
+    async with LogStore(disk, write_delay=60) as store:
+        sessions = [await store.create(session_id=f"s{i}") for i in range(5)]
+
+        async def agent(session: Session) -> None:
+            for checkpoint in range(3):
+                _say(session, str(checkpoint))
+                await session.flush()
+
+        async with anyio.create_task_group() as tg:
+            for session in sessions:
+                tg.start_soon(agent, session)
+        assert [len(round_) for round_ in disk.rounds] == [5, 5, 5]
+        assert all(s.durable == 2 for s in sessions)
+
+
 async def test_closing_a_session_whose_flush_fails_keeps_it_open() -> None:
     disk = FailingDisk()
     async with LogStore(disk, write_delay=60) as store:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.stores import Backend, LogStore, MemoryBackend, Store
-from eventlog.stores.base import BackgroundTask, InlineWrite, LeaseReader, MaskedUrl
+from eventlog.stores.base import BackgroundTask, LeaseReader, MaskedUrl
 from eventlog.stores.postgres import PostgresBackend
 from eventlog.stores.sqlite import SQLiteBackend
 from recovery.testing import FaultyStore
@@ -34,7 +34,6 @@ def test_each_backend_has_exactly_the_abilities_it_implements(tmp_path: Path) ->
     sqlite = SQLiteBackend(str(tmp_path / "a.db"))
     postgres = PostgresBackend("postgresql://user:secret@127.0.0.1:5432/db")
     memory = MemoryBackend()
-    assert isinstance(sqlite, InlineWrite) and not isinstance(postgres, InlineWrite)
     assert isinstance(postgres, BackgroundTask) and not isinstance(sqlite, BackgroundTask)
     assert isinstance(postgres, MaskedUrl) and "secret" not in postgres.display_url
     for backend in (sqlite, postgres, memory):
@@ -42,7 +41,7 @@ def test_each_backend_has_exactly_the_abilities_it_implements(tmp_path: Path) ->
     # The fault-injecting wrapper passes its backend's abilities through, and only those.
     faulty = FaultyBackend(memory)
     assert isinstance(faulty, LeaseReader) and isinstance(faulty, Backend)
-    assert not isinstance(faulty, InlineWrite | BackgroundTask | MaskedUrl)
+    assert not isinstance(faulty, BackgroundTask | MaskedUrl)
 
 
 @pytest.mark.parametrize("path", sorted(STORES.rglob("*.py")), ids=lambda p: p.name)

@@ -2,7 +2,7 @@
 
 from ._lease_state import writer_alive
 from ._loader import LogLoader
-from ._writer import Batch, WriteDone
+from ._writer import Batch
 from .base import Backend, SessionInfo, SessionRecord, Store
 from .logstore import LogStore
 from .memory import MemoryBackend, MemoryData
@@ -18,7 +18,6 @@ __all__ = (
     "SessionInfo",
     "SessionRecord",
     "Store",
-    "WriteDone",
     "open_store",
     "writer_alive",
 )

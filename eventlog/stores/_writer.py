@@ -1,9 +1,14 @@
 """The store-side write queue: group commit across sessions, the flush barrier.
 
-Committed rows wait here until the single writer task writes them. One round of the writer takes
-everything pending for every session and hands it to the store in one call (one transaction).
-Rounds run one after another, so a flush that waits for the round that starts after its call is
-guaranteed to cover every event committed before the call.
+Committed rows wait here until a write round writes them. One round takes everything pending
+for every session and hands it to the store in one call (one transaction). Rounds run one after
+another, so a flush that waits for the round that starts after its call is guaranteed to cover
+every event committed before the call.
+
+Each writable session has one :class:`_SessionTail`, owned by the writer: its durable seq, the
+hash chain's head and binding, the error that fenced it and its rows not yet written. The
+session reads its watermarks through the tail's narrow interface
+(:class:`eventlog.session.SessionTail`) and never changes them.
 
 Failure keeps the batch at the front of the queue: nothing committed is dropped, ``flush()``
 raises :class:`StoreWriteError` and the next round retries. A conflict (the stored tail moved
@@ -20,20 +25,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..codec import Row, make_row
-from ..errors import BacklogFullError, ClosedError, ConflictError, StoreWriteError
+from ..codec import CHAIN_VERSION, Row, chain_version_of, make_row
+from ..errors import BacklogFullError, ClosedError, ConflictError, EventLogError, StoreWriteError
 from ..event import Event
 
-if TYPE_CHECKING:
-    from ..session import Session
-
-__all__ = ("Batch", "StartWrite", "WriteDone", "WriteFunction", "Writer")
+__all__ = ("Batch", "WriteFunction", "Writer")
 
 logger = logging.getLogger("eventlog.writer")
 
@@ -53,17 +54,7 @@ class Batch(NamedTuple):
 #: ``await write(batches)`` writes every batch in one transaction and returns the ids of the
 #: sessions whose ``expected_head`` did not match (those rows were not written).
 WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
-#: ``on_done(conflicts, error)``: how a started write reports back, on the event loop's thread.
-WriteDone = Callable[[Collection[str], BaseException | None], None]
-#: ``start_write(batches, on_done, lone_flush)`` queues the same write without awaiting it;
-#: ``on_done`` is called once it ended (see :class:`Writer`). ``lone_flush`` says a flush waits
-#: for this round and no other session committed lately: writing it at once, even blocking the
-#: event loop, then delays no one else's commit and takes nothing from group commit.
-StartWrite = Callable[[Sequence[Batch], WriteDone, bool], None]
 
-#: Seconds since its last commit during which another session counts as active (its commits
-#: would join the next round, so a round is not written in place then).
-_ACTIVE_WINDOW = 0.05
 #: The range of the stores' integer columns (SQLite INTEGER, PostgreSQL bigint).
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -79,12 +70,64 @@ def _unstorable(row: Row) -> str:
 class _Round:
     """One write round; flush callers wait for it to finish."""
 
-    __slots__ = ("done", "error", "waited")
+    __slots__ = ("done", "error")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.error: BaseException | None = None
-        self.waited = False  # a flush (or close) waits for this round
+
+
+class _SessionTail:
+    """The writer's state of one writable session (see :class:`eventlog.session.SessionTail`
+    for the part the session reads).
+
+    :ivar durable: the last seq known durable in the store.
+    :ivar last_hash: the chain hash of the last event turned into a row.
+    :ivar fault: the error that fenced the session, or ``None``.
+    """
+
+    __slots__ = ("_w", "binding", "durable", "fault", "last_hash", "queued", "rows", "session_id")
+
+    def __init__(self, writer: Writer, session_id: str, last_hash: bytes, durable: int) -> None:
+        self._w = writer
+        self.session_id = session_id
+        self.durable = durable
+        self.last_hash = last_hash
+        version = chain_version_of(last_hash) if last_hash else CHAIN_VERSION
+        # The id format-2 hashes bind (format 1, of old sessions, binds none).
+        self.binding = session_id if version == 2 else None
+        self.fault: EventLogError | None = None
+        # Committed events not yet turned into rows, and rows built by a round that failed
+        # (written first next time). Rows are built by the round, not at commit, so the hash
+        # chain costs the writer, not ``append``.
+        self.queued: list[tuple[Event, bytes]] = []
+        self.rows: list[Row] = []
+
+    def check_room(self, seq: int, nbytes: int) -> None:
+        """Refuse a commit that would grow the store's backlog past its limit.
+
+        :raises ClosedError: the store is closed.
+        :raises BacklogFullError: too many bytes wait to be written.
+        """
+        self._w.check_room(self.session_id, seq, nbytes)
+
+    def enqueue(self, event: Event, data: bytes) -> None:
+        """Queue a committed event and its payload bytes."""
+        if not self.queued and not self.rows:
+            self._w.waiting[self] = None
+        self.queued.append((event, data))
+        self._w.queued(len(data))
+
+    async def flush(self, target: int) -> None:
+        """Return once seq ``target`` is durable (see :meth:`Writer.flush`)."""
+        await self._w.flush(self, target)
+
+    def forget(self) -> None:
+        """Drop this session's unwritten events (it was fenced or closed)."""
+        self._w.forget(self)
+
+    def fence(self, error: EventLogError) -> None:
+        self.fault = error
 
 
 class Writer:
@@ -92,16 +135,12 @@ class Writer:
 
     A round takes everything pending and starts its write at once, from whichever task asks
     (a flush, or the background writer after ``write_delay``); rounds never overlap, and a round
-    asked for while one is in flight starts the moment that one ends. The round finishes in a
-    callback, not in the asking task, so a cancelled flush caller never cancels or waits for a
-    write. When the store's backend offers ``start_write`` (:data:`StartWrite`; the SQLite
-    backend does) a round costs no task switch at all: the flush caller queues the write and
-    the completion callback settles it and wakes the caller. Otherwise the write coroutine runs
-    in a task of the store's task group.
+    asked for while one is in flight starts the moment that one ends. The write runs in a task
+    of the store's task group (one task writes every round), shielded, so a cancelled flush
+    caller never cancels or waits for a write, and closing the store never leaves "did it
+    commit?" unanswerable.
 
     :param write: the store's batch write (see :data:`WriteFunction`).
-    :param start_write: the same write started without awaiting it (:data:`StartWrite`), when
-        the backend offers one; used instead of ``write``.
     :param write_delay: seconds the background writer waits for more events before a round.
     :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
     """
@@ -110,27 +149,23 @@ class Writer:
         self,
         write: WriteFunction,
         *,
-        start_write: StartWrite | None = None,
         write_delay: float = 0.010,
         max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._write = write
-        self._start_write = start_write
         self._write_delay = write_delay
         self.max_pending_bytes = max_pending_bytes
         self.pending_bytes = 0
-        # Committed events not yet turned into rows, and rows built by a round that failed
-        # (written first next time). Rows are built here, not at commit, so the hash chain
-        # costs the writer, not ``append``.
-        self._pending: dict[Session, list[tuple[Event, bytes]]] = {}
-        self._built: dict[Session, list[Row]] = {}
-        # When each session was last in a round (see `_alone`).
-        self._recent: dict[Session, float] = {}
+        #: The tails with queued events or rows, in queueing order (a dict as an ordered set).
+        self.waiting: dict[_SessionTail, None] = {}
         self._next_round = _Round()
         # The round whose write is in flight, and whether another was asked for meanwhile.
         # Rounds never overlap: a batch's expected head is the durable seq of the round before.
         self._in_flight: _Round | None = None
         self._again = False
+        # A round is asked of the rounds task, which has not taken its rows yet.
+        self._scheduled = False
+        self._round_wanted = anyio.Event()
         self._wake = anyio.Event()
         # When the oldest event not yet taken by a round was queued (``time.monotonic``).
         self._since = 0.0
@@ -140,67 +175,75 @@ class Writer:
         self._backoff = 0.0
         self._task_group: TaskGroup | None = None
 
+    def tail(self, session_id: str, last_hash: bytes, durable: int) -> _SessionTail:
+        """The tail of a session opened for writing, its stored log ending at ``durable`` with
+        chain hash ``last_hash``."""
+        return _SessionTail(self, session_id, last_hash, durable)
+
     # -- commit side (synchronous, called from Session.append) ---------------------------------
 
-    def check_room(self, session: Session, nbytes: int) -> None:
+    def check_room(self, session_id: str, seq: int, nbytes: int) -> None:
         """Refuse a commit that would grow the backlog past ``max_pending_bytes``."""
         if self._closed:
-            raise ClosedError(f"session {session.id!r}: the store is closed", session_id=session.id)
+            raise ClosedError(f"session {session_id!r}: the store is closed", session_id=session_id)
         if self.pending_bytes and self.pending_bytes + nbytes > self.max_pending_bytes:
             raise BacklogFullError(
-                f"session {session.id!r}, seq {session.head + 1}: {self.pending_bytes} bytes "
+                f"session {session_id!r}, seq {seq}: {self.pending_bytes} bytes "
                 f"are waiting to be written (limit {self.max_pending_bytes})",
-                session_id=session.id,
-                seq=session.head + 1,
+                session_id=session_id,
+                seq=seq,
                 hint="the store is not keeping up or is failing; flush() shows why",
             )
 
-    def enqueue(self, session: Session, event: Event, data: bytes) -> None:
-        """Queue a committed event and its payload bytes; written after ``write_delay``."""
-        items = self._pending.get(session)
-        if items is None:
-            self._pending[session] = [(event, data)]
-        else:
-            items.append((event, data))
-        self.pending_bytes += len(data)
+    def queued(self, nbytes: int) -> None:
+        """Count a queued event's bytes and wake the background writer."""
+        self.pending_bytes += nbytes
         if not self._wake.is_set():
             self._since = time.monotonic()
             self._wake.set()
 
     # -- flush side ----------------------------------------------------------------------------
 
-    async def flush(self, session: Session) -> None:
-        """Return when every event ``session`` committed before the call is durable.
+    async def flush(self, tail: _SessionTail, target: int) -> None:
+        """Return when seq ``target`` of ``tail``'s session is durable.
 
-        :raises StoreWriteError: the round that should have written them failed.
+        :raises StoreWriteError: the round that should have written it failed.
         :raises ConflictError: the session was fenced.
+        :raises ClosedError: the store is closed.
         """
-        target = session.head
-        while session.durable < target:
-            session.raise_if_fenced()
+        while tail.durable < target:
+            self._raise_if_fenced(tail)
             if self._task_group is None:
                 raise ClosedError(
-                    f"session {session.id!r}: the store is closed", session_id=session.id
+                    f"session {tail.session_id!r}: the store is closed", session_id=tail.session_id
                 )
             # The next round starts after this call, so it covers everything committed before.
-            round_ = await self._next_round_done(waited=True)
-            session.raise_if_fenced()
-            if round_.error is not None and session.durable < target:
+            round_ = await self._next_round_done()
+            self._raise_if_fenced(tail)
+            if round_.error is not None and tail.durable < target:
                 raise StoreWriteError(
-                    f"session {session.id!r}: writing seqs {session.durable + 1}..{target} "
+                    f"session {tail.session_id!r}: writing seqs {tail.durable + 1}..{target} "
                     f"failed: {round_.error}",
-                    session_id=session.id,
-                    seq=session.durable + 1,
+                    session_id=tail.session_id,
+                    seq=tail.durable + 1,
                     hint="the events stay queued; the next flush retries",
                 ) from round_.error
 
-    def forget(self, session: Session) -> None:
+    @staticmethod
+    def _raise_if_fenced(tail: _SessionTail) -> None:
+        fault = tail.fault
+        if fault is not None:
+            raise type(fault)(
+                fault.message, session_id=tail.session_id, seq=fault.seq, hint=fault.hint
+            )
+
+    def forget(self, tail: _SessionTail) -> None:
         """Drop a session's unwritten events (it was fenced or closed)."""
-        items = self._pending.pop(session, [])
-        rows = self._built.pop(session, [])
-        self._recent.pop(session, None)
-        self.pending_bytes -= sum(len(data) for _, data in items)
-        self.pending_bytes -= sum(len(row.data) for row in rows)
+        self.waiting.pop(tail, None)
+        self.pending_bytes -= sum([len(data) for _, data in tail.queued])
+        self.pending_bytes -= sum([len(row.data) for row in tail.rows])
+        tail.queued = []
+        tail.rows = []
 
     # -- rounds --------------------------------------------------------------------------------
 
@@ -215,57 +258,66 @@ class Writer:
             if delay > 0:
                 await anyio.sleep(delay)
             self._wake = anyio.Event()
-            await self._next_round_done(waited=False)
+            await self._next_round_done()
 
     async def start(self, task_group: TaskGroup) -> None:
-        """Start the writer task inside the store's task group."""
+        """Start the writer's tasks inside the store's task group."""
         self._task_group = task_group
         await task_group.start(self.run)
+        await task_group.start(self._rounds)
 
-    async def _next_round_done(self, *, waited: bool) -> _Round:
-        """Ask for the next round and return it once it finished (``waited``: the caller is a
-        flush or a close, waiting for durability, not the background writer)."""
+    async def _rounds(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The task that writes the rounds, one after another (waking it costs less than
+        starting a task per round)."""
+        task_status.started()
+        while True:
+            await self._round_wanted.wait()
+            self._round_wanted = anyio.Event()
+            await self._write_round()
+
+    async def _next_round_done(self) -> _Round:
+        """Ask for the next round and return it once it finished."""
         round_ = self._next_round
-        round_.waited = round_.waited or waited
-        self._request_round()
-        # Also when a backend wrote the round in place already: this still yields once, so a
-        # session flushing after every turn lets the app's other tasks run.
+        if self._in_flight is not None:
+            self._again = True
+        elif not self._scheduled:
+            self._schedule_round()
+        # else: the round is scheduled and takes everything queued when it starts.
         await round_.done.wait()
         return round_
 
-    def _request_round(self) -> None:
-        """Start the next round now, or as soon as the one in flight ends."""
-        if self._in_flight is None:
-            self._start_round()
-        else:
-            self._again = True
+    def _schedule_round(self) -> None:
+        """Ask the rounds task (of the store's task group: a cancelled flush caller neither
+        cancels nor waits for the write) for the next round. The round takes what is queued
+        when that task runs, not now: the flushers woken by the round before (ready to run, ahead of
+        it) commit and join it first, instead of each cohort splitting into a round of one
+        flusher and a round of all the others."""
+        if self._task_group is None:  # closed while this round waited for the one before
+            self._write_round_now_failed()
+            return
+        self._scheduled = True
+        self._round_wanted.set()
 
-    def _start_round(self) -> None:
+    def _write_round_now_failed(self) -> None:
+        round_, self._next_round = self._next_round, _Round()
+        self._again = False
+        taken = self._take()
+        if taken:
+            self._in_flight = round_
+            self._finish(round_, taken, (), ClosedError("the store is closed"))
+        else:
+            round_.done.set()
+
+    async def _write_round(self) -> None:
+        self._scheduled = False
         round_, self._next_round = self._next_round, _Round()
         self._again = False
         taken = self._take()
         if not taken:
             round_.done.set()
             return
-        batches = [Batch(s.id, s.durable, rows) for s, rows in taken.items()]
         self._in_flight = round_
-        lone_flush = self._alone(taken) and round_.waited
-        if self._start_write is not None:
-            try:
-                self._start_write(batches, partial(self._finish, round_, taken), lone_flush)
-            except Exception as exc:
-                self._finish(round_, taken, (), exc)
-        elif self._task_group is None:  # closed while this round waited for the one before
-            self._finish(round_, taken, (), ClosedError("the store is closed"))
-        else:
-            self._task_group.start_soon(self._await_write, round_, taken, batches)
-
-    async def _await_write(
-        self,
-        round_: _Round,
-        taken: dict[Session, list[Row]],
-        batches: Sequence[Batch],
-    ) -> None:
+        batches = [Batch(tail.session_id, tail.durable, rows) for tail, rows in taken]
         try:
             # Shielded: closing the store never leaves "did it commit?" unanswerable.
             with anyio.CancelScope(shield=True):
@@ -278,7 +330,7 @@ class Writer:
     def _finish(
         self,
         round_: _Round,
-        taken: dict[Session, list[Row]],
+        taken: list[tuple[_SessionTail, list[Row]]],
         conflicts: Collection[str],
         error: BaseException | None,
     ) -> None:
@@ -293,104 +345,108 @@ class Writer:
                 self._requeue(taken)
                 logger.warning("eventlog: write round failed, batch kept for retry: %s", error)
         finally:
-            # Runs in a callback where nothing would report an exception to the flushers:
-            # whatever happens, they are woken.
+            # Whatever happens, the flushers are woken.
             round_.done.set()
         if self._again:
-            self._start_round()
+            self._schedule_round()
 
-    def _alone(self, taken: dict[Session, list[Row]]) -> bool:
-        """Whether no session but this round's had events in a round during the last
-        ``_ACTIVE_WINDOW`` (such a session is likely to commit again soon and could share the
-        next round)."""
-        now = time.monotonic()
-        alone = True
-        for session, seen in list(self._recent.items()):
-            if now - seen > _ACTIVE_WINDOW:
-                del self._recent[session]
-            elif session not in taken:
-                alone = False
-        for session in taken:
-            self._recent[session] = now
-        return alone
-
-    def _take(self) -> dict[Session, list[Row]]:
+    def _take(self) -> list[tuple[_SessionTail, list[Row]]]:
         """Everything waiting, as rows: rows of a failed round first, then new events."""
-        taken, self._built = self._built, {}
-        pending, self._pending = self._pending, {}
-        for session, items in pending.items():
-            prev, bound = session.chain_hash, session.chain_binding
-            rows = taken.setdefault(session, [])
-            for i, (event, data) in enumerate(items):
-                row = make_row(
-                    prev,
-                    event.seq,
-                    event.type,
-                    event.time,
-                    event.surface,
-                    event.sources,
-                    event.ignorable,
-                    data,
-                    bound,
-                )
-                # Checked here, once per row, so no backend ever sees such a row.
-                seq, stamp = row.seq, row.time
-                if (
-                    type(seq) is not int
-                    or type(stamp) is not int
-                    or not _INT64_MIN <= seq <= _INT64_MAX
-                    or not _INT64_MIN <= stamp <= _INT64_MAX
-                ):
-                    self._refuse(session, row, _unstorable(row), items[i:])
-                    break
-                rows.append(row)
-                prev = row.hash
-            session.chain_hash = prev
-            if not rows:
-                del taken[session]
+        waiting, self.waiting = self.waiting, {}
+        taken = []
+        for tail in waiting:
+            rows, tail.rows = tail.rows, []
+            items, tail.queued = tail.queued, []
+            if items:
+                self._build(tail, items, rows)
+            if rows:
+                taken.append((tail, rows))
         return taken
 
+    def _build(self, tail: _SessionTail, items: list[tuple[Event, bytes]], rows: list[Row]) -> None:
+        """Turn queued events into ``rows``, continuing the tail's hash chain."""
+        prev, bound = tail.last_hash, tail.binding
+        for i, (event, data) in enumerate(items):
+            row = make_row(
+                prev,
+                event.seq,
+                event.type,
+                event.time,
+                event.surface,
+                event.sources,
+                event.ignorable,
+                data,
+                bound,
+            )
+            # Checked here, once per row, so no backend ever sees such a row.
+            seq, stamp = row.seq, row.time
+            if (
+                type(seq) is not int
+                or type(stamp) is not int
+                or not _INT64_MIN <= seq <= _INT64_MAX
+                or not _INT64_MIN <= stamp <= _INT64_MAX
+            ):
+                self._refuse(tail, row, _unstorable(row), items[i:])
+                break
+            rows.append(row)
+            prev = row.hash
+        tail.last_hash = prev
+
     def _refuse(
-        self, session: Session, row: Row, why: str, dropped: list[tuple[Event, bytes]]
+        self, tail: _SessionTail, row: Row, why: str, dropped: list[tuple[Event, bytes]]
     ) -> None:
-        """Fence ``session`` at a row no store can hold; its rows before it are still written."""
-        self.pending_bytes -= sum(len(data) for _, data in dropped)
-        session.fence(
+        """Fence ``tail``'s session at a row no store can hold; its rows before it are still
+        written."""
+        self.pending_bytes -= sum([len(data) for _, data in dropped])
+        tail.fence(
             StoreWriteError(
-                f"session {session.id!r}, seq {row.seq}: the event cannot be stored: {why}; "
+                f"session {tail.session_id!r}, seq {row.seq}: the event cannot be stored: {why}; "
                 f"this session is fenced (events from seq {row.seq} on are not written)",
-                session_id=session.id,
+                session_id=tail.session_id,
                 seq=row.seq,
                 hint="reopen the session to continue from the stored log",
             )
         )
 
-    def _settle(self, taken: dict[Session, list[Row]], conflicts: Collection[str]) -> None:
-        for session, rows in taken.items():
-            self.pending_bytes -= sum(len(r.data) for r in rows)
-            if session.id in conflicts:
-                session.fence(
+    def _settle(
+        self, taken: list[tuple[_SessionTail, list[Row]]], conflicts: Collection[str]
+    ) -> None:
+        written = 0
+        for tail, rows in taken:
+            written += sum([len(r.data) for r in rows])
+            if conflicts and tail.session_id in conflicts:
+                tail.fence(
                     ConflictError(
-                        f"session {session.id!r}, seq {rows[0].seq}: another writer advanced "
-                        f"the stored log past seq {rows[0].seq - 1}; this session is fenced",
-                        session_id=session.id,
+                        f"session {tail.session_id!r}, seq {rows[0].seq}: another writer "
+                        f"advanced the stored log past seq {rows[0].seq - 1}; this session "
+                        "is fenced",
+                        session_id=tail.session_id,
                         seq=rows[0].seq,
                         hint="reopen the session to continue from the stored log",
                     )
                 )
-                self.forget(session)
-            else:
-                session.mark_durable(rows[-1].seq)
+                self.forget(tail)
+            elif rows[-1].seq > tail.durable:
+                tail.durable = rows[-1].seq
+        self.pending_bytes -= written
 
-    def _requeue(self, taken: dict[Session, list[Row]]) -> None:
+    def _requeue(self, taken: list[tuple[_SessionTail, list[Row]]]) -> None:
         # The failed rows are written first next round, before anything committed meanwhile.
-        self._built = taken
+        waiting = self.waiting
+        self.waiting = {}
+        for tail, rows in taken:
+            tail.rows = rows + tail.rows
+            self.waiting[tail] = None
+        self.waiting.update(waiting)
 
     async def aclose(self) -> None:
         """Write what is pending (best effort, shielded) and stop accepting commits."""
         with anyio.CancelScope(shield=True):
-            busy = self._pending or self._built or self._in_flight is not None
+            busy = self.waiting or self._in_flight is not None
             if busy and self._task_group is not None:
-                await self._next_round_done(waited=True)
+                await self._next_round_done()
+            # A round asked for meanwhile would run in a task the store is about to cancel.
+            while (self._scheduled or self._in_flight is not None) and self._task_group:
+                await self._next_round_done()
         self._closed = True
         self._task_group = None

@@ -21,12 +21,11 @@ from ..errors import SessionBusyError, SessionNotFoundError
 from ..event import Event
 from ..message import Message
 from ..session import Session
-from ._writer import Batch, WriteDone
+from ._writer import Batch
 
 __all__ = (
     "Backend",
     "BackgroundTask",
-    "InlineWrite",
     "LeaseReader",
     "MaskedUrl",
     "SessionInfo",
@@ -357,19 +356,6 @@ class Backend(Protocol):
 
 
 # -- optional abilities of a backend: a store checks for each with isinstance ------------------
-
-
-@runtime_checkable
-class InlineWrite(Protocol):
-    """A backend that can start a write round without a task switch (SQLite: a worker
-    callback). The store's writer then hands rounds to :meth:`start_write` instead of awaiting
-    :meth:`Backend.write`."""
-
-    def start_write(self, batches: Sequence[Batch], on_done: WriteDone, lone_flush: bool) -> None:
-        """Start writing ``batches`` (the contract of :meth:`Backend.write`) and call
-        ``on_done`` with its outcome, on the event loop's thread, exactly once. ``lone_flush``:
-        a flush waits for this round alone (the backend may then write it in place)."""
-        ...
 
 
 @runtime_checkable

@@ -56,7 +56,7 @@ from ..vocabulary import SessionForked
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
 from ._writer import Writer
-from .base import Backend, BackgroundTask, InlineWrite, SessionInfo, SessionRecord, Store
+from .base import Backend, BackgroundTask, SessionInfo, SessionRecord, Store
 
 __all__ = ("LogStore", "lease_owner")
 
@@ -109,8 +109,6 @@ class LogStore(Store):
         self.max_event_bytes = max_event_bytes
         self._writer = Writer(
             backend.write,
-            # A backend may start a write without a task switch (SQLite: a worker callback).
-            start_write=backend.start_write if isinstance(backend, InlineWrite) else None,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )
@@ -292,7 +290,9 @@ class LogStore(Store):
         session = Session(
             id=sid,
             types=self.types,
-            writer=None if read_only else self._writer,
+            tail=None
+            if read_only
+            else self._writer.tail(sid, loaded.last_hash, len(loaded.events) - 1),
             events=loaded.events,
             last_hash=loaded.last_hash,
             surface=loaded.surface,
@@ -310,7 +310,7 @@ class LogStore(Store):
     async def _release(self, session: Session) -> None:
         if self._open.get(session.id) is session:
             del self._open[session.id]
-        self._writer.forget(session)
+        session.close_unflushed()
         if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
 

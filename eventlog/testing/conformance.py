@@ -71,7 +71,7 @@ def _plant_unstorable_time(session: Session) -> None:
     """Commit a valid event, then swap its queued copy for one whose ``time`` no store column
     holds (2**63): a row that got past the commit-time checks (a side door into the writer)."""
     event = session.append("turn/start", TurnStart(turn=1))
-    queued = session._writer._pending[session]  # type: ignore[union-attr]
+    queued = session._tail.queued  # type: ignore[attr-defined]
     assert queued[-1][0] is event
     queued[-1] = (msgspec.structs.replace(event, time=2**63), queued[-1][1])
 

@@ -42,11 +42,6 @@ class FaultyBackend(Backend):
     :ivar crashed: True once the simulated crash happened.
     """
 
-    #: Hides the wrapped backend's one-hop write (the SQLite backend's ``start_write``, which
-    #: the store would call instead of ``write``): every round goes through :meth:`write`,
-    #: where the faults are.
-    start_write = None
-
     def __init__(
         self,
         backend: Backend,

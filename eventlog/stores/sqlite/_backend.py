@@ -6,12 +6,15 @@ reader connection serves ``read``, ``follow``, ``list`` and loads on the event l
 (see :meth:`SQLiteBackend._read` for why), so reads never wait behind a commit on the writer
 thread. Driver errors are translated in :func:`_translated`.
 
-A round that a lone flush waits for (no other session of the store committed in the last
-50 ms: one agent flushing after its turn) is written on the event loop's own thread instead,
-when it is small (``inline_write_bytes``, 256 KiB by default), the writer thread is idle and no
-other process holds the write lock: the two thread switches of a hand-off cost a large share of
-a small durable commit, and the flush caller waits for all of it. The price: the event loop is
-blocked for that commit, fsync included (a slow disk's hiccup shows there too).
+A round that holds nearly every session written in the last 50 ms (at most one in eight left
+out: one agent flushing after its turn, or many agents in step, whose next commits all wait for
+this one) is written on the event loop's own thread instead, when it is small
+(``inline_write_bytes``, 256 KiB by default), the writer thread is idle and no other process
+holds the write lock: the two thread switches of a hand-off cost a large share of a small
+durable commit, the flush callers wait for all of it, and the loop has no other session's work
+to overlap with it. The price: the event loop is
+blocked for that commit, fsync included (a slow disk's hiccup shows there too). This policy is
+the backend's alone (see :meth:`SQLiteBackend.write`); the store's writer only awaits ``write``.
 
 Every other round goes to the thread, because there the event loop keeps running during the
 commit: other sessions commit meanwhile and share the next round's fsync (group commit), and
@@ -24,14 +27,16 @@ the event loop is busy with Python work it rarely gets it (the loop releases the
 poll and takes it straight back, so the waiting thread never asks for a forced switch). Such a
 round is late, never lost, and a flush waits for it like for any other.
 
-The figures behind these choices (``python -m benchmarks sqlite`` prints both write paths) are
-in ``benchmarks/SQLITE.md``.
+The figures behind these choices (``python -m benchmarks sqlite`` prints both write paths;
+``python -m benchmarks many`` the many-session rounds) are in ``benchmarks/SQLITE.md`` and
+``benchmarks/MANY.md``.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
@@ -41,7 +46,7 @@ import anyio.lowlevel
 
 from ...codec import Row
 from ...errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
-from .._writer import Batch, WriteDone
+from .._writer import Batch
 from ..base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
@@ -70,6 +75,12 @@ SQLITE_OPTIONS = (
 #: Rows per read hop: large enough that a load is a few hops, small enough to stream.
 _CHUNK = 1000
 _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+#: Seconds since its last write during which another session counts as active (its commits
+#: would join the next round, so a round is not written on the loop's thread then).
+_ACTIVE_WINDOW = 0.05
+#: A round is written on the loop's thread while at most one active session in this many is
+#: left out of it (see `SQLiteBackend._holds_most_active`).
+_LEFT_OUT_RATIO = 8
 
 
 def _ignore(_result: object, _error: BaseException | None) -> None:
@@ -194,6 +205,8 @@ class SQLiteBackend(Backend):
         # a store only read from (``list``, ``read``, an auditor's copy) never writes 4.5 MiB.
         # Only with power-loss durability does each commit fsync the WAL.
         self._wal_reserved = durability != "power-loss"
+        # When each session was last written (see `_alone`).
+        self._recent: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return f"<SQLiteBackend {self.path!r} durability={self.durability!r}>"
@@ -246,48 +259,60 @@ class SQLiteBackend(Backend):
         self._writer.submit(on_done, ops.waiting_for_lock, self._busy_timeout_ms, fn, *args)
 
     async def write(self, batches: Sequence[Batch]) -> Collection[str]:
+        """See :meth:`Backend.write`. A small round of sessions that are alone is written on
+        the loop's thread when the writer thread is idle (see the module's docstring); every
+        other round, and one that would wait for another process's write lock, on the thread."""
         self._check()
-        conflicts = await self._writer.call(self._write_batches, batches, self._owners_of(batches))
-        self._notify()
-        return conflicts
-
-    def start_write(self, batches: Sequence[Batch], on_done: WriteDone, lone_flush: bool) -> None:
-        """:meth:`write` without a task waiting for it (the writer's one-hop round): the
-        worker thread runs the transaction and ``on_done`` gets its answer on the loop.
-
-        A small round that a lone flush waits for is written here and now instead (see the
-        module's docstring), and ``on_done`` is called before this returns."""
-        self._check()
-        if lone_flush and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
+        most = self._holds_most_active(b.session_id for b in batches)
+        if most and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
             try:
                 with _translated(self.path, "writing events", write=True):
                     conflicts = self._writer.run_here(ops.write_batches_now, batches, self._held)
             except ops.WriteLockBusy:
                 pass  # another process is writing: the thread waits for the lock instead
-            except Exception as exc:
-                on_done((), exc)
-                return
             else:
                 self._notify()
-                on_done(conflicts, None)
-                return
+                return conflicts
+        # The thread reads its own copy of the owners while the loop may take or release leases,
+        # and gets the round's statement parameters ready-made (see `ops.pack`).
+        owners = self._owners_of(batches)
+        written = await self._writer.call(
+            self._write_batches, batches, owners, ops.pack(batches, owners)
+        )
+        self._notify()
+        return written
 
-        def done(conflicts: Collection[str], error: BaseException | None) -> None:
-            if error is None:
-                self._notify()
-            on_done(conflicts, error)
-
-        # The thread reads its own copy while the loop may take or release leases.
-        self._writer.submit(done, self._write_batches, batches, self._owners_of(batches))
+    def _holds_most_active(self, session_ids: Iterable[str]) -> bool:
+        """Whether these sessions are (nearly) all that were written during the last
+        ``_ACTIVE_WINDOW``: a lone agent, or many in step. Only sessions left out of the round
+        have work the loop could do while the thread commits (and such a session is likely to
+        commit again soon, sharing the next round), so a thread hop gains something only when
+        they are more than one in ``_LEFT_OUT_RATIO`` of the round."""
+        now = time.monotonic()
+        recent = self._recent
+        ids = set(session_ids)
+        left_out = 0
+        for sid, seen in list(recent.items()):
+            if now - seen > _ACTIVE_WINDOW:
+                del recent[sid]
+            elif sid not in ids:
+                left_out += 1
+        for sid in ids:
+            recent[sid] = now
+        return left_out * _LEFT_OUT_RATIO <= len(ids)
 
     def _owners_of(self, batches: Sequence[Batch]) -> dict[str, str]:
         return {b.session_id: self._held.get(b.session_id, "") for b in batches}
 
     def _write_batches(
-        self, connection: sqlite3.Connection, batches: Sequence[Batch], owners: dict[str, str]
+        self,
+        connection: sqlite3.Connection,
+        batches: Sequence[Batch],
+        owners: dict[str, str],
+        packed: ops.Packed,
     ) -> Collection[str]:
         with _translated(self.path, "writing events", write=True):
-            return ops.write_batches(connection, batches, owners, self._busy_timeout_ms)
+            return ops.write_batches(connection, batches, owners, self._busy_timeout_ms, packed)
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         self._check()

@@ -31,7 +31,9 @@ __all__ = (
     "select_rows",
     "select_session",
     "UndecodableRow",
+    "Packed",
     "WriteLockBusy",
+    "pack",
     "write_batches",
     "waiting_for_lock",
     "write_batches_now",
@@ -105,11 +107,27 @@ def _packed(batches: Iterable[tuple[str, Sequence[Row]]]) -> tuple[str, bytes, b
     return _encoder.encode(envelopes).decode(), b"".join(datas), b"".join(hashes)
 
 
+#: The parameters of the packed round: the heads' JSON for :data:`_MOVE_HEADS`, then those of
+#: :data:`_INSERT`.
+Packed = tuple[str, tuple[str, bytes, bytes]]
+
+
+def pack(batches: Sequence[Batch], owners: Mapping[str, str]) -> Packed:
+    """The parameters of a round's packed statements (built on the event loop's thread before
+    the round goes to the writer thread: Python work there waits for the GIL)."""
+    heads = [
+        (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
+        for b in batches
+    ]
+    return _encoder.encode(heads).decode(), _packed((b.session_id, b.rows) for b in batches)
+
+
 def write_batches(
     connection: sqlite3.Connection,
     batches: Sequence[Batch],
     owners: Mapping[str, str],
     busy_timeout_ms: int,
+    packed: Packed | None = None,
 ) -> list[str]:
     """Write every batch whose expected head matches the stored one and whose session's lease
     is still ``owners[session]``, in one transaction, and return the other sessions (another
@@ -117,29 +135,21 @@ def write_batches(
     written).
 
     For the writer thread: waits up to ``busy_timeout_ms`` for another process's write lock,
-    and writes the round in four statements (see :data:`_INSERT`).
+    and writes the round in a few statements (see :data:`_INSERT`), with ``packed`` (see
+    :func:`pack`) when given.
     """
-    heads = [
-        (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
-        for b in batches
-    ]
-    try:
-        with transaction(connection, wait_ms=busy_timeout_ms):
-            moved = connection.execute(_MOVE_HEADS, (_encoder.encode(heads).decode(),)).rowcount
-            if moved != len(batches):
-                raise _HeadMoved
-            connection.execute(_INSERT, _packed((b.session_id, b.rows) for b in batches))
+    if _write_packed(connection, batches, packed or pack(batches, owners), busy_timeout_ms):
         return []
-    except _HeadMoved:
-        pass
     # A head moved under its session, or a session is gone (rare: those sessions are fenced):
     # the round is written again session by session, to learn which.
     with transaction(connection, wait_ms=busy_timeout_ms):
         return _write_each(connection, batches, owners, _insert_packed)
 
 
-class _HeadMoved(Exception):
-    """The one-statement head move missed a session: its transaction is rolled back."""
+#: Sessions in a round from which the packed statements beat one statement per session on the
+#: event loop's thread (there, each statement costs no GIL hand-off; the packed JSON costs
+#: more than ``executemany`` for a session or two).
+_PACKED_FROM = 3
 
 
 def write_batches_now(
@@ -150,10 +160,37 @@ def write_batches_now(
 
     :raises WriteLockBusy: another connection holds the write lock (nothing was written).
     """
+    if len(batches) >= _PACKED_FROM and _write_packed(
+        connection, batches, pack(batches, owners), 0
+    ):
+        return []
     # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
-    # row) is the cheapest insert; the packed statement's JSON costs more for small batches.
+    # row) is the cheapest insert of a small round.
     with transaction(connection, wait_ms=0):
         return _write_each(connection, batches, owners, _insert_each)
+
+
+class _HeadMoved(Exception):
+    """The one-statement head move missed a session: its transaction is rolled back."""
+
+
+def _write_packed(
+    connection: sqlite3.Connection, batches: Sequence[Batch], packed: Packed, wait_ms: int
+) -> bool:
+    """The round in two statements (see :data:`_INSERT`), in one transaction. ``True``:
+    committed; ``False``: some head or lease did not match, nothing was written (rolled back).
+
+    :raises WriteLockBusy: ``wait_ms=0`` and another connection holds the write lock.
+    """
+    heads, rows = packed
+    try:
+        with transaction(connection, wait_ms=wait_ms):
+            if connection.execute(_MOVE_HEADS, (heads,)).rowcount != len(batches):
+                raise _HeadMoved
+            connection.execute(_INSERT, rows)
+        return True
+    except _HeadMoved:
+        return False
 
 
 def _insert_packed(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
