@@ -38,11 +38,11 @@ from eventlog import (
     StepStart,
     Store,
     TurnEnd,
+    TurnEndReason,
     TurnStart,
     UserMessage,
+    new_id,
 )
-from eventlog.message import new_id
-from eventlog.vocabulary import TurnEndReason
 from projections import inbox, timeline
 from projections.inbox_splices import cancel_all, claim
 from recovery import RepairReport, repair

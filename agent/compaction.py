@@ -27,14 +27,15 @@ from eventlog import (
     CompactionSummary,
     Message,
     MessageSource,
+    ReasoningPart,
     Replace,
     Session,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     UserMessage,
+    new_id,
 )
-from eventlog.message import ReasoningPart, new_id
 from projections import timeline
 
 from .errors import CompactionError

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eventlog import Message, Session
-from eventlog.vocabulary import InboxTarget
+from eventlog import InboxTarget, Message, Session
 from projections import inbox
 from projections.inbox_splices import enqueue
 

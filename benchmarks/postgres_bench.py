@@ -30,8 +30,7 @@ import anyio.lowlevel
 import asyncpg
 
 from eventlog import EventTypes, open_store
-from eventlog.codec import Row
-from eventlog.stores import MemoryData
+from eventlog.stores import MemoryData, Row
 
 from ._harness import Figure, Stats, print_figure
 from .workload import EVENTS_PER_TURN, TurnEvent, append_turn, turn_events

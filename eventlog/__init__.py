@@ -22,6 +22,7 @@ from .errors import (
     ValidationError,
 )
 from .event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
+from .ids import validate_session_id
 from .message import (
     FilePart,
     ImagePart,
@@ -35,18 +36,22 @@ from .message import (
     ToolCallPart,
     ToolResultPart,
     attachment_digest,
+    new_id,
 )
 from .registry import EventTypes
 from .session import EventsView, Session
 from .stores import SessionInfo, Store, open_store
+from .surface import SurfaceIndex, fold_surface
 from .vocabulary import (
     AssistantAttempt,
     AssistantMessage,
     CompactionEnd,
     CompactionStart,
     CompactionSummary,
+    FinishReason,
     InboxItem,
     InboxSpliced,
+    InboxTarget,
     RequestHeader,
     SessionForked,
     StepEnd,
@@ -57,6 +62,7 @@ from .vocabulary import (
     ToolResult,
     ToolSpec,
     TurnEnd,
+    TurnEndReason,
     TurnStart,
     Usage,
     UserMessage,
@@ -79,10 +85,12 @@ __all__ = (
     "EventLogError",
     "EventTypes",
     "EventsView",
+    "FinishReason",
     "FilePart",
     "ImagePart",
     "InboxItem",
     "InboxSpliced",
+    "InboxTarget",
     "Message",
     "MessageSource",
     "Part",
@@ -103,6 +111,7 @@ __all__ = (
     "Store",
     "StoreWriteError",
     "SurfaceError",
+    "SurfaceIndex",
     "SurfaceOp",
     "TextPart",
     "ToolCall",
@@ -113,6 +122,7 @@ __all__ = (
     "ToolResultPart",
     "ToolSpec",
     "TurnEnd",
+    "TurnEndReason",
     "TurnStart",
     "UnknownEventTypeError",
     "Unknown",
@@ -121,5 +131,8 @@ __all__ = (
     "UserMessage",
     "ValidationError",
     "attachment_digest",
+    "fold_surface",
+    "new_id",
     "open_store",
+    "validate_session_id",
 )

@@ -20,7 +20,7 @@ from .message import Message, attachment_digest
 from .registry import EventTypes
 
 if TYPE_CHECKING:
-    from .stores.base import Backend
+    from .stores import Backend
 
 __all__ = (
     "checked_attachment",

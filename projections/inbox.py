@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from eventlog import Event, InboxItem, InboxSpliced, Session
-from eventlog.vocabulary import InboxTarget
+from eventlog import Event, InboxItem, InboxSpliced, InboxTarget, Session
 
 from .base import catch_up, events_through, fold
 

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from eventlog import InboxItem, InboxSpliced, Message, ValidationError
-from eventlog.vocabulary import InboxTarget
+from eventlog import InboxItem, InboxSpliced, InboxTarget, Message, ValidationError
 
 from .inbox import Inbox, normalize_splice, request_id_of
 

@@ -13,8 +13,7 @@ rather than a next seq, because the surface index is already folded at commit by
 
 from __future__ import annotations
 
-from eventlog import Event, Message, Session
-from eventlog.surface import fold_surface
+from eventlog import Event, Message, Session, fold_surface
 
 from .base import PrefixView, events_through
 

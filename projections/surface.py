@@ -6,8 +6,7 @@ at commit; it is advanced by ``Session.append``, so reading it costs nothing to 
 
 from __future__ import annotations
 
-from eventlog import Session
-from eventlog.surface import SurfaceIndex
+from eventlog import Session, SurfaceIndex
 
 from .base import PrefixView
 

@@ -13,7 +13,7 @@ from typing import Literal
 import msgspec
 
 from eventlog import Session
-from projections.timeline import Finding, OpenStep, OpenTurn, ToolCallState, timeline
+from projections import Finding, OpenStep, OpenTurn, ToolCallState, timeline
 
 __all__ = ("DanglingCall", "DanglingKind", "Diagnosis", "scan", "classify")
 

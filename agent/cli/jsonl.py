@@ -26,8 +26,7 @@ from typing import Any
 import msgspec
 
 from eventlog import attachment_digest
-from eventlog.codec import Row
-from eventlog.stores import SessionRecord
+from eventlog.stores import Row, SessionRecord
 
 __all__ = (
     "EXPORT_FORMAT",

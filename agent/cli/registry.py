@@ -17,8 +17,7 @@ from typing import Any
 
 from eventlog import EventLogError, EventTypes
 
-from ..integrations._langgraph_events import register_langgraph_types
-from ..integrations._openai_agents_events import register_openai_agents_types
+from ..integrations import register_langgraph_types, register_openai_agents_types
 from .errors import CliError
 
 __all__ = ("DEFAULT_REGISTRIES", "load_types")

@@ -20,7 +20,7 @@ from eventlog import (
     ToolResultPart,
     Unknown,
 )
-from eventlog.codec import encode_surface
+from eventlog.stores import encode_surface
 
 from ..report import fault_json
 

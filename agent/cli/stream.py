@@ -6,8 +6,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from eventlog import Event
-from eventlog.codec import GENESIS_HASH, decode_event, stored_version, verify_rows
-from eventlog.stores import LogStore, SessionRecord
+from eventlog.stores import (
+    GENESIS_HASH,
+    LogStore,
+    SessionRecord,
+    decode_event,
+    stored_version,
+    verify_rows,
+)
 
 __all__ = ("verified_events",)
 

@@ -32,7 +32,7 @@ from ..errors import EventLogError, ValidationError
 from ..event import APPEND, Replace, SurfaceOp
 from ..registry import EventTypes
 from ..session import Session
-from ..stores.base import Store
+from ..stores import Store
 from .dsh_convert import Converted, Converter
 from .dsh_format import DshLog, DshRecord, parse_dsh, read_dsh_lines
 from .dsh_messages import Unconvertible

@@ -45,7 +45,7 @@ from ..event import APPEND, Event, Unknown
 from ..message import FilePart, ImagePart, Message, TextPart, attachment_digest
 from ..registry import EventTypes
 from ..session import Session
-from ..stores.logstore import LogStore
+from ..stores import LogStore
 from ..vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
 
 __all__ = ("StoreConformance", "flip_a_letter", "lease_refusals")

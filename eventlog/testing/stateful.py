@@ -38,8 +38,7 @@ from ..errors import SessionExistsError
 from ..event import APPEND
 from ..message import Message
 from ..session import Session
-from ..stores.logstore import LogStore
-from ..stores.memory import MemoryBackend, MemoryData
+from ..stores import LogStore, MemoryBackend, MemoryData
 from ..vocabulary import TurnEnd, TurnStart, UserMessage
 
 __all__ = ("Storage", "store_machine")

@@ -23,11 +23,7 @@ from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any
 
 from eventlog import SessionInfo, StoreWriteError
-from eventlog.codec import Row
-from eventlog.session import DEFAULT_MAX_EVENT_BYTES
-from eventlog.stores import Batch
-from eventlog.stores.base import Backend, SessionRecord
-from eventlog.stores.logstore import LogStore
+from eventlog.stores import DEFAULT_MAX_EVENT_BYTES, Backend, Batch, LogStore, Row, SessionRecord
 
 __all__ = ("FaultyBackend", "FaultyStore", "SimulatedCrash")
 

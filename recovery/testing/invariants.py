@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from eventlog import EventLogError, Session
-from eventlog.surface import fold_surface
+from eventlog import EventLogError, Session, fold_surface
 from projections import inbox, messages, timeline, to_anthropic, to_openai
 
 __all__ = ("InvariantViolation", "check_invariants")

@@ -10,7 +10,7 @@ import msgspec
 from rich.text import Text
 
 from eventlog import Event, EventLogError
-from eventlog.codec import encode_surface
+from eventlog.stores import encode_surface
 
 from ...report import describe_session
 from ..context import Context, open_cli_store, stored_record

@@ -13,11 +13,8 @@ from typing import IO, Protocol
 import anyio
 import msgspec
 
-from eventlog import EventLogError, SessionNotFoundError
-from eventlog._attachments import row_digests
-from eventlog.codec import GENESIS_HASH, rechain, verify_rows
-from eventlog.ids import validate_session_id
-from eventlog.stores import LogLoader, LogStore
+from eventlog import EventLogError, SessionNotFoundError, validate_session_id
+from eventlog.stores import GENESIS_HASH, LogLoader, LogStore, rechain, row_digests, verify_rows
 
 from ..context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
