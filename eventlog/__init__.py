@@ -4,7 +4,7 @@ The log layer: the event envelope and vocabulary, the codec, :class:`Session` (c
 stores (flush). See ``docs/architecture.md`` and ``docs/guarantees.md``.
 """
 
-from .errors import (
+from ._errors import (
     AttachmentNotFoundError,
     BacklogFullError,
     ClosedError,
@@ -21,9 +21,9 @@ from .errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from .event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
-from .ids import validate_session_id
-from .message import (
+from ._event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
+from ._ids import validate_session_id
+from ._message import (
     FilePart,
     ImagePart,
     Message,
@@ -38,11 +38,10 @@ from .message import (
     attachment_digest,
     new_id,
 )
-from .registry import EventTypes
-from .session import EventsView, Session
-from .stores import SessionInfo, Store, open_store
-from .surface import SurfaceIndex, fold_surface
-from .vocabulary import (
+from ._registry import EventTypes
+from ._session import EventsView, Session
+from ._surface import SurfaceIndex, fold_surface
+from ._vocabulary import (
     AssistantAttempt,
     AssistantMessage,
     CompactionEnd,
@@ -67,6 +66,7 @@ from .vocabulary import (
     Usage,
     UserMessage,
 )
+from .stores import SessionInfo, Store, open_store
 
 __all__ = (
     "APPEND",

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .codec import Row, decode_event
-from .errors import AttachmentNotFoundError, CorruptLogError
-from .message import Message, attachment_digest
-from .registry import EventTypes
+from ._codec import Row, decode_event
+from ._errors import AttachmentNotFoundError, CorruptLogError
+from ._message import Message, attachment_digest
+from ._registry import EventTypes
 
 if TYPE_CHECKING:
     from .stores import Backend

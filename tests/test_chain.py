@@ -23,7 +23,7 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.codec import chain_hash
+from eventlog._codec import chain_hash
 from eventlog.stores import MemoryData
 from tests.fixtures.make_format1 import fixture_types
 

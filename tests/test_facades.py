@@ -69,7 +69,7 @@ SCRIPTS = frozenset({"eventlog.__main__", "agent.cli.__main__", "agent.demo"})
 KNOWN_REACH_THROUGHS = {
     # Session names the writer's type for its annotations; issue 18's "one tail object owned by
     # the writer" removes the import (no cycle, not even under TYPE_CHECKING).
-    ("eventlog.session", "eventlog.stores._writer"),
+    ("eventlog._session", "eventlog.stores._writer"),
 }
 
 

@@ -41,7 +41,7 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.ids import validate_session_id
+from eventlog._ids import validate_session_id
 
 pytestmark = pytest.mark.anyio
 

@@ -27,7 +27,7 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.session import Session
+from eventlog._session import Session
 from eventlog.stores.sqlite import SQLiteBackend, parse_sqlite_url
 
 pytestmark = pytest.mark.anyio

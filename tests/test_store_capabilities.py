@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.stores import Backend, LogStore, MemoryBackend, Store
-from eventlog.stores.base import BackgroundTask, InlineWrite, LeaseReader, MaskedUrl
+from eventlog.stores._base import BackgroundTask, InlineWrite, LeaseReader, MaskedUrl
 from eventlog.stores.postgres import PostgresBackend
 from eventlog.stores.sqlite import SQLiteBackend
 from recovery.testing import FaultyStore

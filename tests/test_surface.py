@@ -24,8 +24,8 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.stores.memory import MemoryData
-from eventlog.surface import fold_surface
+from eventlog._surface import fold_surface
+from eventlog.stores._memory import MemoryData
 from projections import inbox, messages, surface, timeline
 
 pytestmark = pytest.mark.anyio

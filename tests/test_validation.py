@@ -36,7 +36,7 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.codec import Row
+from eventlog._codec import Row
 from eventlog.stores import LogLoader
 from tests.three_stores import Opener, snapshot, stores
 

@@ -6,7 +6,7 @@ decoding, for tools that read, copy or check raw sessions.
 """
 
 from .._attachments import row_digests
-from ..codec import (
+from .._codec import (
     GENESIS_HASH,
     Row,
     chain_hash,
@@ -16,14 +16,14 @@ from ..codec import (
     stored_version,
     verify_rows,
 )
-from ..session import DEFAULT_MAX_EVENT_BYTES
+from .._session import DEFAULT_MAX_EVENT_BYTES
+from ._base import Backend, SessionInfo, SessionRecord, Store
 from ._lease_state import writer_alive
 from ._loader import LogLoader
+from ._logstore import LogStore
+from ._memory import MemoryBackend, MemoryData
+from ._url import open_store
 from ._writer import Batch, WriteDone
-from .base import Backend, SessionInfo, SessionRecord, Store
-from .logstore import LogStore
-from .memory import MemoryBackend, MemoryData
-from .url import open_store
 
 __all__ = (
     "DEFAULT_MAX_EVENT_BYTES",

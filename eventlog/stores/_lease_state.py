@@ -8,8 +8,8 @@ or clears a lease.
 
 from __future__ import annotations
 
-from .base import LeaseReader
-from .logstore import LogStore
+from ._base import LeaseReader
+from ._logstore import LogStore
 
 __all__ = ("writer_alive",)
 

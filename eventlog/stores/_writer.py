@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, NamedTuple
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..codec import Row, make_row
-from ..errors import BacklogFullError, ClosedError, ConflictError, StoreWriteError
-from ..event import Event
+from .._codec import Row, make_row
+from .._errors import BacklogFullError, ClosedError, ConflictError, StoreWriteError
+from .._event import Event
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from .._session import Session
 
 __all__ = ("Batch", "StartWrite", "WriteDone", "WriteFunction", "Writer")
 

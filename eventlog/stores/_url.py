@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._errors import ValidationError
+from .._registry import EventTypes
 from .._strict import check_int, check_number, check_text, has_surrogate
-from ..errors import ValidationError
-from ..registry import EventTypes
-from .base import Backend, MaskedUrl
-from .logstore import LogStore
-from .memory import MemoryBackend, MemoryData
+from ._base import Backend, MaskedUrl
+from ._logstore import LogStore
+from ._memory import MemoryBackend, MemoryData
 
 __all__ = ("open_store",)
 

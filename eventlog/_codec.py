@@ -30,11 +30,11 @@ from uuid import UUID
 
 import msgspec
 
+from ._errors import CorruptLogError, UnsupportedFormatError, ValidationError
+from ._event import APPEND, Event, Replace, SurfaceOp, Unknown
+from ._registry import EventTypes, NewerVersion, TypeInfo
 from ._strict import DEFAULT_MAX_NESTING, find_invalid, on_fresh_stack
 from ._versions import mark_version, split_version
-from .errors import CorruptLogError, UnsupportedFormatError, ValidationError
-from .event import APPEND, Event, Replace, SurfaceOp, Unknown
-from .registry import EventTypes, NewerVersion, TypeInfo
 
 __all__ = (
     "CHAIN_VERSION",

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import anyio
 import msgspec
 
-from ..codec import Row
-from ..errors import SessionBusyError, SessionExistsError
+from .._codec import Row
+from .._errors import SessionBusyError, SessionExistsError
+from ._base import Backend, SessionInfo, SessionRecord, delete_refused, session_not_found
 from ._owners import owner_alive
 from ._writer import Batch
-from .base import Backend, SessionInfo, SessionRecord, delete_refused, session_not_found
 
 __all__ = ("MemoryBackend", "MemoryData")
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import msgspec
 
+from ._errors import ValidationError
 from ._strict import schema_depth, schema_is_json_only
 from ._versions import VERSION_KEY, NewerVersion, Upcaster, split_version, upcast
-from .errors import ValidationError
-from .vocabulary import CORE_TYPES, SURFACE_TYPES
+from ._vocabulary import CORE_TYPES, SURFACE_TYPES
 
 __all__ = ("EventTypes", "NewerVersion", "TypeInfo")
 

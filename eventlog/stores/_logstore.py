@@ -20,6 +20,27 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .._attachments import checked_attachment, row_digests, verify_attachments
+from .._codec import (
+    GENESIS_HASH,
+    Row,
+    decode_event,
+    encode_payload,
+    make_row,
+    rechain,
+    verify_rows,
+)
+from .._errors import (
+    ClosedError,
+    CorruptLogError,
+    EventLogError,
+    SessionBusyError,
+    ValidationError,
+)
+from .._event import Event
+from .._ids import new_session_id, validate_session_id
+from .._message import Message, attachment_digest
+from .._registry import EventTypes
+from .._session import DEFAULT_MAX_EVENT_BYTES, Session
 from .._strict import (
     DEFAULT_MAX_NESTING,
     INT64_MAX,
@@ -31,32 +52,11 @@ from .._strict import (
     find_invalid,
     on_fresh_stack,
 )
-from ..codec import (
-    GENESIS_HASH,
-    Row,
-    decode_event,
-    encode_payload,
-    make_row,
-    rechain,
-    verify_rows,
-)
-from ..errors import (
-    ClosedError,
-    CorruptLogError,
-    EventLogError,
-    SessionBusyError,
-    ValidationError,
-)
-from ..event import Event
-from ..ids import new_session_id, validate_session_id
-from ..message import Message, attachment_digest
-from ..registry import EventTypes
-from ..session import DEFAULT_MAX_EVENT_BYTES, Session
-from ..vocabulary import SessionForked
+from .._vocabulary import SessionForked
+from ._base import Backend, BackgroundTask, InlineWrite, SessionInfo, SessionRecord, Store
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
 from ._writer import Writer
-from .base import Backend, BackgroundTask, InlineWrite, SessionInfo, SessionRecord, Store
 
 __all__ = ("LogStore", "lease_owner")
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import msgspec
 
-from .errors import SurfaceError
-from .event import Event, Replace, SurfaceOp
-from .message import Message, ToolCallPart, ToolResultPart
-from .vocabulary import ToolResult
+from ._errors import SurfaceError
+from ._event import Event, Replace, SurfaceOp
+from ._message import Message, ToolCallPart, ToolResultPart
+from ._vocabulary import ToolResult
 
 __all__ = (
     "SurfaceIndex",

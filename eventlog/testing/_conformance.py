@@ -29,7 +29,7 @@ import anyio
 import msgspec
 import pytest
 
-from ..errors import (
+from .._errors import (
     AttachmentNotFoundError,
     ClosedError,
     ConflictError,
@@ -41,12 +41,12 @@ from ..errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from ..event import APPEND, Event, Unknown
-from ..message import FilePart, ImagePart, Message, TextPart, attachment_digest
-from ..registry import EventTypes
-from ..session import Session
+from .._event import APPEND, Event, Unknown
+from .._message import FilePart, ImagePart, Message, TextPart, attachment_digest
+from .._registry import EventTypes
+from .._session import Session
+from .._vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
 from ..stores import LogStore
-from ..vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
 
 __all__ = ("StoreConformance", "flip_a_letter", "lease_refusals")
 

@@ -34,12 +34,12 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from ..errors import SessionExistsError
-from ..event import APPEND
-from ..message import Message
-from ..session import Session
+from .._errors import SessionExistsError
+from .._event import APPEND
+from .._message import Message
+from .._session import Session
+from .._vocabulary import TurnEnd, TurnStart, UserMessage
 from ..stores import LogStore, MemoryBackend, MemoryData
-from ..vocabulary import TurnEnd, TurnStart, UserMessage
 
 __all__ = ("Storage", "store_machine")
 

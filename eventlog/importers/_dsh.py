@@ -28,14 +28,14 @@ import anyio
 import msgspec
 
 from .._attachments import referenced_digests
-from ..errors import EventLogError, ValidationError
-from ..event import APPEND, Replace, SurfaceOp
-from ..registry import EventTypes
-from ..session import Session
+from .._errors import EventLogError, ValidationError
+from .._event import APPEND, Replace, SurfaceOp
+from .._registry import EventTypes
+from .._session import Session
 from ..stores import Store
-from .dsh_convert import Converted, Converter
-from .dsh_format import DshLog, DshRecord, parse_dsh, read_dsh_lines
-from .dsh_messages import Unconvertible
+from ._dsh_convert import Converted, Converter
+from ._dsh_format import DshLog, DshRecord, parse_dsh, read_dsh_lines
+from ._dsh_messages import Unconvertible
 
 __all__ = (
     "EXTENSION_PREFIX",

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ..message import (
+from .._message import (
     ImagePart,
     Message,
     MessageSource,

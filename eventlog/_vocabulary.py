@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from .message import Message
+from ._message import Message
 
 __all__ = (
     "CORE_TYPES",

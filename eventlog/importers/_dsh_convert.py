@@ -20,8 +20,8 @@ from typing import Any, cast, get_args
 
 import msgspec
 
-from ..message import Message
-from ..vocabulary import (
+from .._message import Message
+from .._vocabulary import (
     AssistantMessage,
     FinishReason,
     InboxItem,
@@ -39,7 +39,7 @@ from ..vocabulary import (
     Usage,
     UserMessage,
 )
-from .dsh_messages import (
+from ._dsh_messages import (
     Losses,
     Unconvertible,
     dsh_message,

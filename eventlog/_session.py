@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, Any, overload
 
 import anyio
 
-from ._grammar import TurnGrammar
-from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
-from .codec import CHAIN_VERSION, chain_version_of, encode_payload
-from .errors import (
+from ._codec import CHAIN_VERSION, chain_version_of, encode_payload
+from ._errors import (
     ClosedError,
     EventLogError,
     ReentrancyError,
     UnknownEventTypeError,
     ValidationError,
 )
-from .event import Append, Event, Replace, SurfaceOp
-from .registry import EventTypes
-from .surface import SurfaceIndex, message_delta, plan_transition
+from ._event import Append, Event, Replace, SurfaceOp
+from ._grammar import TurnGrammar
+from ._registry import EventTypes
+from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
+from ._surface import SurfaceIndex, message_delta, plan_transition
 
 if TYPE_CHECKING:
     from .stores._writer import Writer

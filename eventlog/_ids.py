@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from .errors import ValidationError
+from ._errors import ValidationError
 
 __all__ = ("new_session_id", "validate_session_id")
 

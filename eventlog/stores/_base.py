@@ -16,11 +16,11 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from ..codec import Row
-from ..errors import SessionBusyError, SessionNotFoundError
-from ..event import Event
-from ..message import Message
-from ..session import Session
+from .._codec import Row
+from .._errors import SessionBusyError, SessionNotFoundError
+from .._event import Event
+from .._message import Message
+from .._session import Session
 from ._writer import Batch, WriteDone
 
 __all__ = (

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import UnsupportedFormatError, ValidationError
+from .._errors import UnsupportedFormatError, ValidationError
 
 __all__ = (
     "DSH_FORMAT_VERSION",
