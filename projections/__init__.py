@@ -9,18 +9,18 @@ types they return. The machinery for writing a projection of your own lives in
 in ``projections.inbox_splices``; the inbox fold in ``projections.inbox``.
 """
 
-from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
-from .inbox import Inbox, inbox
-from .messages import MessagesView, messages
-from .requests import (
+from ._formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
+from ._inbox import Inbox, inbox
+from ._messages import MessagesView, messages
+from ._requests import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
     anthropic_request,
     anthropic_tools,
     openai_request,
     openai_tools,
 )
-from .surface import Surface, surface
-from .timeline import (
+from ._surface import Surface, surface
+from ._timeline import (
     CallKey,
     CallStatus,
     Finding,

@@ -18,7 +18,7 @@ from typing import Literal
 
 from eventlog import InboxItem, InboxSpliced, InboxTarget, Message, ValidationError
 
-from .inbox import Inbox, normalize_splice, request_id_of
+from ._inbox import Inbox, normalize_splice, request_id_of
 
 __all__ = ("Claim", "cancel", "cancel_all", "claim", "enqueue", "splice", "Outcome")
 

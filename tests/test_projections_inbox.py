@@ -23,8 +23,8 @@ from eventlog import (
 )
 from eventlog._vocabulary import InboxTarget
 from projections import Inbox, inbox
+from projections._inbox import INBOX, normalize_splice
 from projections.base import fold
-from projections.inbox import INBOX, normalize_splice
 from projections.inbox_splices import cancel, cancel_all, claim, enqueue, splice
 
 pytestmark = pytest.mark.anyio

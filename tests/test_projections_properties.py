@@ -53,8 +53,8 @@ from projections import (
     to_anthropic,
     to_openai,
 )
+from projections._inbox import INBOX
 from projections.base import fold
-from projections.inbox import INBOX
 from projections.inbox_splices import cancel, claim, enqueue
 from tests.test_projections_formats import check_anthropic, check_openai
 from tests.test_surface import reads

@@ -18,8 +18,8 @@ from typing import Any
 
 from eventlog import Message, ToolSpec, ValidationError
 
+from ._formats import to_anthropic, to_openai
 from ._media import Attachments, Degrade
-from .formats import to_anthropic, to_openai
 
 __all__ = (
     "ANTHROPIC_DEFAULT_MAX_TOKENS",
