@@ -4,8 +4,8 @@ docs/recovery.md. ``scan(session)`` reports; ``await repair(session)`` appends t
 flushes; ``recovery.testing`` helps property-test crash recovery.
 """
 
-from .diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
-from .repair import (
+from ._diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
+from ._repair import (
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     RepairReport,

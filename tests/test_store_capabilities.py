@@ -14,7 +14,7 @@ from eventlog.stores._base import BackgroundTask, InlineWrite, LeaseReader, Mask
 from eventlog.stores.postgres import PostgresBackend
 from eventlog.stores.sqlite import SQLiteBackend
 from recovery.testing import FaultyStore
-from recovery.testing.faulty import FaultyBackend
+from recovery.testing._faulty import FaultyBackend
 
 STORES = Path(__file__).resolve().parent.parent / "eventlog" / "stores"
 

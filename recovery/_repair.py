@@ -31,7 +31,7 @@ from eventlog import (
     TurnEnd,
 )
 
-from .diagnosis import DanglingCall, Diagnosis, scan
+from ._diagnosis import DanglingCall, Diagnosis, scan
 
 __all__ = (
     "TOOL_NOT_STARTED",
