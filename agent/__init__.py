@@ -23,9 +23,9 @@ After a crash, ``await Agent.resume(store, "demo", model, [read_file])`` repairs
 (a call that may have run is answered ``TOOL_OUTCOME_UNKNOWN``) and continues its numbering.
 """
 
-from .agent import Agent, TurnOutcome
-from .assembly import Assembler, Reply
-from .compaction import (
+from ._agent import Agent, TurnOutcome
+from ._assembly import Assembler, Reply
+from ._compaction import (
     AutoCompaction,
     CompactionResult,
     Summarizer,
@@ -35,8 +35,8 @@ from .compaction import (
     model_summarizer,
     plan_auto,
 )
-from .errors import AgentBusyError, CompactionError, OpenTurnError
-from .execution import (
+from ._errors import AgentBusyError, CompactionError, OpenTurnError
+from ._execution import (
     ABORTED_BEFORE_DISPATCH,
     CHECKPOINT_FAILED,
     INVALID_ARGUMENTS,
@@ -47,8 +47,8 @@ from .execution import (
     ExecutionReport,
     ToolExecutor,
 )
-from .inbox import Admission, prompt, submit
-from .model import (
+from ._inbox import Admission, prompt, submit
+from ._model import (
     Chunk,
     Finish,
     FinishKind,
@@ -59,8 +59,8 @@ from .model import (
     TextDelta,
     ToolCallDelta,
 )
-from .scripted import Response, ScriptedModel
-from .tools import FunctionTool, Tool, ToolArgumentsError, Toolbox, ToolContext, ToolOutput, tool
+from ._scripted import Response, ScriptedModel
+from ._tools import FunctionTool, Tool, ToolArgumentsError, Toolbox, ToolContext, ToolOutput, tool
 
 __all__ = (
     "Admission",

@@ -33,7 +33,7 @@ from openai.types.chat import (
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from pydantic import TypeAdapter
 
-from agent.request import last_header
+from agent._request import last_header
 from eventlog import Message, ToolCallPart, ToolSpec, ValidationError, open_store
 from projections import anthropic_request, messages, openai_request
 from recovery import repair

@@ -15,16 +15,18 @@ from eventlog import Event, RequestHeader, Session
 from eventlog.stores import LogStore, SessionRecord, writer_alive
 from projections import messages, timeline
 
-from ..cli.render import event_summary, message_text, timestamp
 from ..report import (
     RunSpan,
     call_row,
     describe_session,
+    event_summary,
     failed_attempts,
     header_at,
     load_session,
+    message_text,
     run_spans,
     session_state,
+    timestamp,
 )
 
 __all__ = (

@@ -10,10 +10,9 @@ from typing import Any
 from eventlog import EventLogError, SessionInfo
 from eventlog.stores import LogStore
 
-from ...report import unknown_json
-from ..context import Context, load_session, open_cli_store, stored_record
-from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
-from ..render import fault_json
+from ...report import fault_json, unknown_json
+from .._context import Context, load_session, open_cli_store, stored_record
+from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
 from .base import Command
 
 __all__ = ("VERIFY",)

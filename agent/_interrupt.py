@@ -15,8 +15,8 @@ import anyio
 
 from eventlog import ValidationError
 
-from .assembly import Assembler
-from .model import Chunk, Finish, Model, ModelRequest
+from ._assembly import Assembler
+from ._model import Chunk, Finish, Model, ModelRequest
 
 __all__ = ("Interrupter", "stream_into")
 

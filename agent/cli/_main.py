@@ -13,11 +13,11 @@ import msgspec
 
 from eventlog import EventLogError
 
-from .commands import COMMANDS
-from .context import Context, resolve_url
-from .errors import EXIT_USAGE, CliError, exit_code_for, one_line
-from .output import Output
-from .registry import load_types
+from ._commands import COMMANDS
+from ._context import Context, resolve_url
+from ._errors import EXIT_USAGE, CliError, exit_code_for, one_line
+from ._output import Output
+from ._registry import load_types
 
 __all__ = ("build_parser", "main")
 

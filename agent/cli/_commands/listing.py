@@ -12,12 +12,11 @@ from rich.text import Text
 from eventlog import Event, EventLogError
 from eventlog.stores import encode_surface
 
-from ...report import describe_session
-from ..context import Context, open_cli_store, stored_record
-from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..render import event_json, event_summary, fault_json, timestamp
-from ..stream import verified_events
-from ..tables import Column, fitted_table, kept_columns
+from ...report import describe_session, event_json, event_summary, fault_json, timestamp
+from .._context import Context, open_cli_store, stored_record
+from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._stream import verified_events
+from .._tables import Column, fitted_table, kept_columns
 from .base import Command, add_salvage, non_negative, positive
 
 __all__ = ("SESSIONS", "SHOW", "DEFAULT_SHOW_LIMIT")

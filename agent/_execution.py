@@ -41,7 +41,7 @@ from eventlog import (
 )
 
 from ._attachments import AttachmentCache
-from .tools import Tool, Toolbox, ToolContext, ToolOutput, as_output
+from ._tools import Tool, Toolbox, ToolContext, ToolOutput, as_output
 
 __all__ = (
     "ABORTED_BEFORE_DISPATCH",

@@ -22,7 +22,7 @@ from eventlog import (
 )
 from eventlog.stores import encode_surface
 
-from ..report import fault_json
+from ._sessions import fault_json
 
 __all__ = (
     "clip",

@@ -13,11 +13,17 @@ from eventlog.stores import writer_alive
 from projections import Timeline, timeline
 from recovery import Diagnosis, scan
 
-from ...report import FAILED_FATES, call_row, failed_attempts, session_state, unknown_json
-from ..context import Context, load_session, open_cli_store
-from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..render import fault_json
-from ..tables import Column, fitted_table
+from ...report import (
+    FAILED_FATES,
+    call_row,
+    failed_attempts,
+    fault_json,
+    session_state,
+    unknown_json,
+)
+from .._context import Context, load_session, open_cli_store
+from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._tables import Column, fitted_table
 from .base import Command, add_salvage
 
 __all__ = ("AUDIT",)

@@ -9,9 +9,9 @@ from eventlog import Session
 from eventlog.stores import writer_alive
 from recovery import Diagnosis, repair, scan
 
-from ..context import Context, load_session, open_cli_store
-from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..render import event_summary, fault_json, timestamp
+from ...report import event_summary, fault_json, timestamp
+from .._context import Context, load_session, open_cli_store
+from .._errors import EXIT_FINDINGS, EXIT_OK
 from .base import Command, add_salvage
 
 __all__ = ("RECOVER",)

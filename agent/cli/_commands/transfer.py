@@ -16,10 +16,10 @@ import msgspec
 from eventlog import EventLogError, SessionNotFoundError, validate_session_id
 from eventlog.stores import GENESIS_HASH, LogLoader, LogStore, rechain, row_digests, verify_rows
 
-from ..context import Context, load_session, open_cli_store, sqlite_path, stored_record
-from ..errors import EXIT_FINDINGS, EXIT_OK, CliError
-from ..extras import optional
-from ..jsonl import (
+from .._context import Context, load_session, open_cli_store, sqlite_path, stored_record
+from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
+from .._extras import optional
+from .._jsonl import (
     ExportedSession,
     FormatError,
     attachment_line,

@@ -16,7 +16,7 @@ import anyio
 
 from eventlog import ToolCallPart, Usage
 
-from .model import (
+from ._model import (
     Chunk,
     Finish,
     FinishKind,

@@ -38,8 +38,8 @@ from eventlog import (
 )
 from projections import timeline
 
-from .errors import CompactionError
-from .model import Finish, Model, ModelError, ModelRequest, TextDelta
+from ._errors import CompactionError
+from ._model import Finish, Model, ModelError, ModelRequest, TextDelta
 
 __all__ = (
     "AutoCompaction",

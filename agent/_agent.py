@@ -47,16 +47,16 @@ from projections import inbox, timeline
 from projections.inbox_splices import cancel_all, claim
 from recovery import RepairReport, repair
 
+from ._assembly import Assembler
 from ._attachments import AttachmentCache
-from .assembly import Assembler
-from .compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
-from .errors import AgentBusyError, OpenTurnError
-from .execution import ToolExecutor
-from .inbox import Admission, prompt, submit
-from .interrupt import Interrupter, stream_into
-from .model import Chunk, Model, ModelError, ModelRequest
-from .request import HeaderTracker, last_header
-from .tools import Tool, Toolbox
+from ._compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
+from ._errors import AgentBusyError, OpenTurnError
+from ._execution import ToolExecutor
+from ._inbox import Admission, prompt, submit
+from ._interrupt import Interrupter, stream_into
+from ._model import Chunk, Model, ModelError, ModelRequest
+from ._request import HeaderTracker, last_header
+from ._tools import Tool, Toolbox
 
 __all__ = ("Agent", "TurnOutcome", "StepKind")
 

@@ -9,9 +9,9 @@ from rich.markup import escape
 
 from eventlog import Event
 
-from ..context import Context, open_cli_store
-from ..errors import EXIT_OK
-from ..render import event_json, event_summary, timestamp
+from ...report import event_json, event_summary, timestamp
+from .._context import Context, open_cli_store
+from .._errors import EXIT_OK
 from .base import Command, non_negative, positive
 
 __all__ = ("FOLLOW", "FORK")

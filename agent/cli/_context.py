@@ -12,9 +12,9 @@ from eventlog import EventTypes, open_store
 from eventlog.stores import LogStore, SessionRecord
 
 from ..report import Loaded, load_session
-from .errors import CliError
-from .output import Output
-from .registry import load_types
+from ._errors import CliError
+from ._output import Output
+from ._registry import load_types
 
 __all__ = (
     "DEFAULT_URL",

@@ -18,7 +18,7 @@ from typing import Any
 from eventlog import EventLogError, EventTypes
 
 from ..integrations import register_langgraph_types, register_openai_agents_types
-from .errors import CliError
+from ._errors import CliError
 
 __all__ = ("DEFAULT_REGISTRIES", "load_types")
 

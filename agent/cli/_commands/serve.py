@@ -6,9 +6,9 @@ import argparse
 import ipaddress
 import socket
 
-from ..context import Context, open_cli_store
-from ..errors import EXIT_OK, CliError
-from ..extras import optional
+from .._context import Context, open_cli_store
+from .._errors import EXIT_OK, CliError
+from .._extras import optional
 from .base import Command, non_negative
 
 __all__ = ("SERVE",)

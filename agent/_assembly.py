@@ -28,7 +28,7 @@ from eventlog import (
     Usage,
 )
 
-from .model import Chunk, Finish, ReasoningDelta, TextDelta, ToolCallDelta
+from ._model import Chunk, Finish, ReasoningDelta, TextDelta, ToolCallDelta
 
 __all__ = ("Assembler", "Reply")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .errors import CliError
+from ._errors import CliError
 
 __all__ = ("optional",)
 

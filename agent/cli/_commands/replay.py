@@ -12,10 +12,9 @@ from rich.panel import Panel
 from eventlog import RequestHeader, Session
 from projections import anthropic_request, messages, openai_request
 
-from ...report import header_at
-from ..context import Context, load_session, open_cli_store
-from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..render import fault_json, message_text
+from ...report import fault_json, header_at, message_text
+from .._context import Context, load_session, open_cli_store
+from .._errors import EXIT_FINDINGS, EXIT_OK
 from .base import Command, add_salvage, non_negative
 
 __all__ = ("REPLAY",)

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
-from ..context import Context
+from .._context import Context
 
 __all__ = ("Command", "add_salvage", "non_negative", "positive")
 

@@ -15,7 +15,7 @@ from typing import Any
 from eventlog import RequestHeader, Session, ToolSpec
 from projections import messages
 
-from .model import ModelRequest
+from ._model import ModelRequest
 
 __all__ = ("HeaderTracker", "last_header")
 
