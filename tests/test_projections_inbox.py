@@ -13,6 +13,7 @@ from eventlog import (
     APPEND,
     InboxItem,
     InboxSpliced,
+    InboxTarget,
     Message,
     Session,
     TurnEnd,
@@ -21,7 +22,6 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog._vocabulary import InboxTarget
 from projections import Inbox, inbox
 from projections._inbox import INBOX, normalize_splice
 from projections.base import fold

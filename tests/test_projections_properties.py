@@ -41,9 +41,9 @@ from eventlog import (
     TurnEnd,
     TurnStart,
     UserMessage,
+    fold_surface,
     open_store,
 )
-from eventlog._surface import fold_surface
 from projections import (
     Inbox,
     inbox,

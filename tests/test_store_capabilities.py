@@ -13,8 +13,7 @@ from eventlog.stores import Backend, LogStore, MemoryBackend, Store
 from eventlog.stores._base import BackgroundTask, InlineWrite, LeaseReader, MaskedUrl
 from eventlog.stores.postgres import PostgresBackend
 from eventlog.stores.sqlite import SQLiteBackend
-from recovery.testing import FaultyStore
-from recovery.testing._faulty import FaultyBackend
+from recovery.testing import FaultyBackend, FaultyStore
 
 STORES = Path(__file__).resolve().parent.parent / "eventlog" / "stores"
 

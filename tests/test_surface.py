@@ -22,10 +22,10 @@ from eventlog import (
     ToolResultPart,
     TurnStart,
     UserMessage,
+    fold_surface,
     open_store,
 )
-from eventlog._surface import fold_surface
-from eventlog.stores._memory import MemoryData
+from eventlog.stores import MemoryData
 from projections import inbox, messages, surface, timeline
 
 pytestmark = pytest.mark.anyio
