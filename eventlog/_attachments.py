@@ -73,7 +73,7 @@ def row_digests(row: Row, types: EventTypes, *, session_id: str) -> list[str]:
     """The attachment digests the event stored as ``row`` references (decoding it only when
     its bytes may hold one).
 
-    :raises EventLogError: the row does not decode (see :func:`~eventlog.codec.decode_event`).
+    :raises EventLogError: the row does not decode (see :func:`~eventlog.stores.decode_event`).
     """
     if not may_reference(row):
         return []

@@ -1,6 +1,6 @@
 """The walls between packages: implementation modules are private, other code imports facades.
 
-The rules (docs/architecture.md, "Facades"):
+The rules (docs/architecture.md, "Public faces and private modules"):
 
 - A *facade* is a package ``__init__`` or a module users are documented to import by path; the
   list is :data:`FACADES`, written out here on purpose, so that making a module public is a

@@ -1,4 +1,4 @@
-"""The surface index (eventlog/surface.py) and its read view (projections.surface).
+"""The surface index (eventlog/_surface.py) and its read view (projections.surface).
 
 Every refusal of a surface operation has a test with its exact message, and each checks that
 the refused append left the session and every projection exactly as they were.

@@ -2,10 +2,10 @@
 
 Three phases, so that nothing is half-imported:
 
-1. *parse* the whole file (:func:`~eventlog.importers.dsh_format.parse_dsh`): a malformed line
+1. *parse* the whole file (:func:`~eventlog.importers.parse_dsh`): a malformed line
    raises before anything is created;
 2. *plan* every line: core events map onto the vocabulary
-   (:class:`~eventlog.importers.dsh_convert.Converter`), stream chunks are folded away, every
+   (:class:`~eventlog.importers._dsh_convert.Converter`), stream chunks are folded away, every
    other type becomes an ignorable ``dsh/<type>`` extension event with its data intact;
 3. *commit* the plan into a new session with ``Session.append`` (which validates each event),
    flush, close. If anything fails on the way (a store error, a cancel), the new session is

@@ -2,7 +2,7 @@
 
 This module knows the dsh *envelope*: the header line, event lines and packed chunk rows, and
 the implicit seq numbering. It checks structure only (JSON objects, key types, seq continuity);
-what the payloads mean is :mod:`eventlog.importers.dsh_convert`'s business.
+what the payloads mean is :mod:`eventlog.importers._dsh_convert`'s business.
 
 The on-disk format (dsh ``SESSION_FORMAT_VERSION = 0``):
 

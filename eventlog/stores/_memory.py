@@ -111,7 +111,7 @@ class MemoryBackend(Backend):
         self._held[session_id] = owner
 
     async def writer_alive(self, session_id: str) -> bool:
-        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: this process's map."""
+        """See :meth:`~eventlog.stores._base.LeaseReader.writer_alive`: this process's map."""
         return session_id in self.data.leases
 
     async def release_lease(self, session_id: str, owner: str) -> None:
