@@ -35,9 +35,9 @@ from recovery import (
     UNKNOWN_TOOL,
 )
 
-from .agent import Agent, TurnOutcome
-from .assembly import Assembler, Reply
-from .compaction import (
+from ._agent import Agent, TurnOutcome
+from ._assembly import Assembler, Reply
+from ._compaction import (
     AutoCompaction,
     CompactionResult,
     Summarizer,
@@ -47,10 +47,10 @@ from .compaction import (
     model_summarizer,
     plan_auto,
 )
-from .errors import AgentBusyError, CompactionError, OpenTurnError
-from .execution import ExecutionReport, ToolExecutor
-from .inbox import Admission, prompt, submit
-from .model import (
+from ._errors import AgentBusyError, CompactionError, OpenTurnError
+from ._execution import ExecutionReport, ToolExecutor
+from ._inbox import Admission, prompt, submit
+from ._model import (
     Chunk,
     Finish,
     FinishKind,
@@ -61,8 +61,8 @@ from .model import (
     TextDelta,
     ToolCallDelta,
 )
-from .scripted import Response, ScriptedModel
-from .tools import FunctionTool, Tool, ToolArgumentsError, Toolbox, ToolContext, ToolOutput, tool
+from ._scripted import Response, ScriptedModel
+from ._tools import FunctionTool, Tool, ToolArgumentsError, Toolbox, ToolContext, ToolOutput, tool
 
 __all__ = (
     "Admission",

@@ -28,10 +28,10 @@ import msgspec
 from eventlog import Event, Message, Session, ToolCallPart, open_store
 from projections import messages, timeline
 
-from .agent import Agent
-from .model import ModelRequest
-from .scripted import Response, ScriptedModel
-from .tools import FunctionTool, ToolOutput, tool
+from ._agent import Agent
+from ._model import ModelRequest
+from ._scripted import Response, ScriptedModel
+from ._tools import FunctionTool, ToolOutput, tool
 
 __all__ = ("main",)
 

@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from eventlog import open_store
-from eventlog.codec import Row
+from eventlog._codec import Row
 from eventlog.stores import LogStore, SessionRecord
 
 from ._harness import Figure, Stats, print_figure

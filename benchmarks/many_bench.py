@@ -42,7 +42,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from eventlog import EventLogError, open_store
-from eventlog.codec import Row
+from eventlog._codec import Row
 from eventlog.stores import MemoryData
 
 from ._harness import Figure, Stats, print_figure

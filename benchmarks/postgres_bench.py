@@ -32,8 +32,7 @@ import anyio.lowlevel
 import asyncpg
 
 from eventlog import EventTypes, open_store
-from eventlog.codec import Row
-from eventlog.stores import MemoryData
+from eventlog.stores import MemoryData, Row
 
 from ._harness import Figure, Stats, print_figure
 from ._pages import list_pages

@@ -19,7 +19,7 @@ from functools import partial
 import anyio
 
 from eventlog import Session, open_store
-from eventlog.stores.memory import MemoryData
+from eventlog.stores import MemoryData
 from projections import inbox, messages, surface, timeline
 
 from ._harness import Figure, Stats, print_figure, repeat

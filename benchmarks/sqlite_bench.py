@@ -26,10 +26,8 @@ from typing import Any, NamedTuple
 import anyio
 import anyio.lowlevel
 
-from eventlog import Session, open_store
-from eventlog.codec import Row, chain_hash
-from eventlog.registry import EventTypes
-from eventlog.stores.memory import MemoryData
+from eventlog import EventTypes, Session, open_store
+from eventlog.stores import MemoryData, Row, chain_hash
 from eventlog.stores.sqlite import SQLiteBackend
 from eventlog.stores.sqlite._schema import reserve_wal
 

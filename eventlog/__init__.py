@@ -4,8 +4,7 @@ The log layer: the event envelope and vocabulary, the codec, :class:`Session` (c
 stores (flush). See ``docs/architecture.md`` and ``docs/guarantees.md``.
 """
 
-from ._prefix import PrefixView
-from .errors import (
+from ._errors import (
     AttachmentNotFoundError,
     BacklogFullError,
     ClosedError,
@@ -22,8 +21,9 @@ from .errors import (
     UnsupportedFormatError,
     ValidationError,
 )
-from .event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
-from .message import (
+from ._event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
+from ._ids import validate_session_id
+from ._message import (
     FilePart,
     ImagePart,
     Message,
@@ -36,18 +36,22 @@ from .message import (
     ToolCallPart,
     ToolResultPart,
     attachment_digest,
+    new_id,
 )
-from .registry import EventTypes
-from .session import EventsView, Session
-from .stores import SessionInfo, Store, open_store
-from .vocabulary import (
+from ._prefix import PrefixView
+from ._registry import EventTypes
+from ._session import EventsView, Session
+from ._surface import SurfaceIndex, fold_surface
+from ._vocabulary import (
     AssistantAttempt,
     AssistantMessage,
     CompactionEnd,
     CompactionStart,
     CompactionSummary,
+    FinishReason,
     InboxItem,
     InboxSpliced,
+    InboxTarget,
     RequestHeader,
     SessionForked,
     StepEnd,
@@ -58,10 +62,12 @@ from .vocabulary import (
     ToolResult,
     ToolSpec,
     TurnEnd,
+    TurnEndReason,
     TurnStart,
     Usage,
     UserMessage,
 )
+from .stores import SessionInfo, Store, open_store
 
 __all__ = (
     "APPEND",
@@ -80,10 +86,12 @@ __all__ = (
     "EventLogError",
     "EventTypes",
     "EventsView",
+    "FinishReason",
     "FilePart",
     "ImagePart",
     "InboxItem",
     "InboxSpliced",
+    "InboxTarget",
     "Message",
     "MessageSource",
     "Part",
@@ -105,6 +113,7 @@ __all__ = (
     "Store",
     "StoreWriteError",
     "SurfaceError",
+    "SurfaceIndex",
     "SurfaceOp",
     "TextPart",
     "ToolCall",
@@ -115,6 +124,7 @@ __all__ = (
     "ToolResultPart",
     "ToolSpec",
     "TurnEnd",
+    "TurnEndReason",
     "TurnStart",
     "UnknownEventTypeError",
     "Unknown",
@@ -123,5 +133,8 @@ __all__ = (
     "UserMessage",
     "ValidationError",
     "attachment_digest",
+    "fold_surface",
+    "new_id",
     "open_store",
+    "validate_session_id",
 )

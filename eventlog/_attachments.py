@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .codec import Row, decode_event
-from .errors import AttachmentNotFoundError, CorruptLogError
-from .message import Message, attachment_digest
-from .registry import EventTypes
+from ._codec import Row, decode_event
+from ._errors import AttachmentNotFoundError, CorruptLogError
+from ._message import Message, attachment_digest
+from ._registry import EventTypes
 
 if TYPE_CHECKING:
-    from .stores.base import Backend
+    from .stores import Backend
 
 __all__ = (
     "checked_attachment",
@@ -73,7 +73,7 @@ def row_digests(row: Row, types: EventTypes, *, session_id: str) -> list[str]:
     """The attachment digests the event stored as ``row`` references (decoding it only when
     its bytes may hold one).
 
-    :raises EventLogError: the row does not decode (see :func:`~eventlog.codec.decode_event`).
+    :raises EventLogError: the row does not decode (see :func:`~eventlog.stores.decode_event`).
     """
     if not may_reference(row):
         return []

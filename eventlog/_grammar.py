@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from .vocabulary import CORE_TYPES
+from ._vocabulary import CORE_TYPES
 
 __all__ = ("TurnGrammar",)
 

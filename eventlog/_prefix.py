@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, TypeVar, overload
 
-from .event import Event
+from ._event import Event
 
 __all__ = ("EventsView", "PrefixView")
 

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from .errors import ValidationError
+from ._errors import ValidationError
 
 __all__ = (
     "DEFAULT_MAX_NESTING",

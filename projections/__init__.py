@@ -9,19 +9,18 @@ in ``projections.base``; the inbox fold and the builders of its ``agent/inbox/sp
 payloads (enqueue, claim, cancel) together in ``projections.inbox``.
 """
 
-from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
-from .header import request_header
-from .inbox import Inbox, inbox
-from .messages import MessagesView, messages
-from .requests import (
+from ._formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
+from ._header import REQUEST_HEADER, request_header
+from ._messages import MessagesView, messages
+from ._requests import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
     anthropic_request,
     anthropic_tools,
     openai_request,
     openai_tools,
 )
-from .surface import Surface, surface
-from .timeline import (
+from ._surface import Surface, surface
+from ._timeline import (
     CallKey,
     CallStatus,
     Finding,
@@ -31,8 +30,10 @@ from .timeline import (
     ToolCallState,
     timeline,
 )
+from .inbox import Inbox, inbox
 
 __all__ = (
+    "REQUEST_HEADER",
     "Attachments",
     "ANTHROPIC_DEFAULT_MAX_TOKENS",
     "anthropic_request",

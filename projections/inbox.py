@@ -28,8 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from eventlog import Event, InboxItem, InboxSpliced, Message, Session, ValidationError
-from eventlog.vocabulary import InboxTarget
+from eventlog import Event, InboxItem, InboxSpliced, InboxTarget, Message, Session, ValidationError
 
 from .base import catch_up, events_through, fold
 

@@ -16,8 +16,8 @@ from ._codes import (
     TOOL_OUTCOME_UNKNOWN,
     UNKNOWN_TOOL,
 )
-from .diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
-from .repair import RepairReport, not_started_text, outcome_unknown_text, repair
+from ._diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
+from ._repair import RepairReport, not_started_text, outcome_unknown_text, repair
 
 __all__ = (
     "ABORTED_BEFORE_DISPATCH",

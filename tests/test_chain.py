@@ -23,8 +23,7 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.codec import chain_hash
-from eventlog.stores import MemoryData
+from eventlog.stores import MemoryData, chain_hash
 from tests.fixtures.make_format1 import fixture_types
 
 pytestmark = pytest.mark.anyio

@@ -37,7 +37,7 @@ from eventlog.importers import (
     ImportReport,
     import_dsh,
 )
-from eventlog.importers.dsh_convert import Converter
+from eventlog.importers._dsh_convert import Converter
 from projections import messages
 from recovery import repair
 from recovery.testing import check_invariants

@@ -40,8 +40,8 @@ from eventlog import (
     Unknown,
     ValidationError,
     open_store,
+    validate_session_id,
 )
-from eventlog.ids import validate_session_id
 
 pytestmark = pytest.mark.anyio
 

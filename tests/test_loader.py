@@ -16,7 +16,7 @@ from eventlog import (
     UnsupportedFormatError,
     UserMessage,
 )
-from eventlog.codec import GENESIS_HASH, Row, chain_hash, decode_event, encode_payload, make_row
+from eventlog._codec import GENESIS_HASH, Row, chain_hash, decode_event, encode_payload, make_row
 from eventlog.stores import LogLoader
 
 

@@ -8,8 +8,7 @@ import msgspec
 import pytest
 
 from eventlog import open_store
-from eventlog.codec import Row
-from eventlog.stores import LogStore, MemoryData
+from eventlog.stores import LogStore, MemoryData, Row
 from eventlog.testing import StoreConformance, flip_a_letter
 
 

@@ -20,7 +20,7 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.codec import stored_version
+from eventlog.stores import stored_version
 from projections import messages
 from tests.cli_fixtures import cli
 from tests.test_content_fixture import FIXTURES, expected_snapshot

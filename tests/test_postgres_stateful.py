@@ -14,7 +14,7 @@ import pytest
 from hypothesis import settings
 
 from eventlog import open_store
-from eventlog.testing.stateful import Storage, store_machine
+from eventlog.testing._stateful import Storage, store_machine
 from tests.conftest import SOAK
 from tests.pg_children.server import drop_schema, raw_connection, require_server, store_url
 

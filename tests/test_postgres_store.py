@@ -24,7 +24,7 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.codec import make_row
+from eventlog._codec import make_row
 from eventlog.stores import Batch, LogStore
 from eventlog.stores.postgres import PostgresBackend
 from tests.pg_children.server import fresh_schema, raw_connection, store_url

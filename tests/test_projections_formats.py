@@ -34,7 +34,7 @@ from eventlog import (
     open_store,
 )
 from projections import messages, to_anthropic, to_openai
-from projections.formats import tool_input
+from projections._formats import tool_input
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.vocabulary import InboxTarget
+from eventlog._vocabulary import InboxTarget
 from projections import Inbox, inbox
 from projections.base import fold
 from projections.inbox import (

@@ -43,7 +43,7 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.surface import fold_surface
+from eventlog._surface import fold_surface
 from projections import (
     Inbox,
     inbox,

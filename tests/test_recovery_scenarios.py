@@ -38,7 +38,7 @@ from recovery import (
     repair,
     scan,
 )
-from recovery.diagnosis import classify
+from recovery._diagnosis import classify
 from recovery.testing import FaultyStore, InvariantViolation, check_invariants
 from tests.ill_formed import unchecked
 

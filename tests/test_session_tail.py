@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import eventlog.session
+import eventlog._session
 from eventlog import open_store
-from eventlog.errors import ConflictError
-from eventlog.session import Session
-from eventlog.vocabulary import TurnEnd, TurnStart
+from eventlog._errors import ConflictError
+from eventlog._session import Session
+from eventlog._vocabulary import TurnEnd, TurnStart
 
-SESSION = Path(eventlog.session.__file__)
+SESSION = Path(eventlog._session.__file__)
 
 
 def _imported_modules(tree: ast.Module) -> list[str]:

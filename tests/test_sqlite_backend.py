@@ -19,6 +19,7 @@ from eventlog import (
     APPEND,
     CorruptLogError,
     Message,
+    Session,
     SessionBusyError,
     SessionNotFoundError,
     StoreWriteError,
@@ -27,7 +28,6 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.session import Session
 from eventlog.stores.sqlite import SQLiteBackend, parse_sqlite_url
 
 pytestmark = pytest.mark.anyio

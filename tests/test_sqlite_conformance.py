@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from eventlog import open_store
-from eventlog.stores.logstore import LogStore
+from eventlog.stores import LogStore
 from eventlog.testing import StoreConformance, flip_a_letter
 
 

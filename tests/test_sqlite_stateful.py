@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import settings
 
 from eventlog import open_store
-from eventlog.testing.stateful import Storage, store_machine
+from eventlog.testing._stateful import Storage, store_machine
 
 #: A lease token naming a pid that cannot exist on this host: its owner is dead.
 DEAD_OWNER = f"{socket.gethostname()}:2147483647:crashed"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from eventlog.stores import Backend, LogStore, MemoryBackend, Store
-from eventlog.stores.base import BackgroundTask, LeaseReader, MaskedUrl
+from eventlog.stores._base import BackgroundTask, LeaseReader, MaskedUrl
 from eventlog.stores.postgres import PostgresBackend
 from eventlog.stores.sqlite import SQLiteBackend
 from recovery.testing import FaultyStore
-from recovery.testing.faulty import FaultyBackend
+from recovery.testing._faulty import FaultyBackend
 
 STORES = Path(__file__).resolve().parent.parent / "eventlog" / "stores"
 

@@ -33,9 +33,8 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.codec import make_row
-from eventlog.stores import Batch, LogStore
-from eventlog.stores.memory import MemoryData
+from eventlog._codec import make_row
+from eventlog.stores import Batch, LogStore, MemoryData
 from eventlog.testing import lease_refusals
 from recovery.testing import FaultyStore, SimulatedCrash
 from tests.pg_children.server import fresh_schema, raw_connection, store_url

@@ -22,7 +22,7 @@ from eventlog import (
     open_store,
 )
 from eventlog.stores import LogStore, MemoryData
-from eventlog.stores.base import Backend
+from eventlog.stores._base import Backend
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("eventlog", "projections", "recovery", "agent")

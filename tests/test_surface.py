@@ -1,4 +1,4 @@
-"""The surface index (eventlog/surface.py) and its read view (projections.surface).
+"""The surface index (eventlog/_surface.py) and its read view (projections.surface).
 
 Every refusal of a surface operation has a test with its exact message, and each checks that
 the refused append left the session and every projection exactly as they were.
@@ -22,10 +22,10 @@ from eventlog import (
     ToolResultPart,
     TurnStart,
     UserMessage,
+    fold_surface,
     open_store,
 )
-from eventlog.stores.memory import MemoryData
-from eventlog.surface import fold_surface
+from eventlog.stores import MemoryData
 from projections import inbox, messages, surface, timeline
 
 pytestmark = pytest.mark.anyio

@@ -22,8 +22,8 @@ from eventlog import (
     UserMessage,
     open_store,
 )
+from projections._timeline import TIMELINE, Timeline, timeline
 from projections.base import fold
-from projections.timeline import TIMELINE, Timeline, timeline
 from recovery.testing import AgentRun, agent_runs
 from tests.ill_formed import unchecked
 

@@ -36,8 +36,7 @@ from eventlog import (
     ValidationError,
     open_store,
 )
-from eventlog.codec import Row
-from eventlog.stores import LogLoader
+from eventlog.stores import LogLoader, Row
 from tests.three_stores import Opener, snapshot, stores
 
 pytestmark = pytest.mark.anyio

@@ -4,6 +4,6 @@ It lives in the top layer because it needs ``projections`` and ``recovery``, whi
 must not import; ``eventlog/__main__.py`` and the console script both run :func:`main`.
 """
 
-from .main import main
+from ._main import main
 
 __all__ = ("main",)

@@ -1,5 +1,5 @@
 """``python -m agent.cli`` (the same as ``python -m eventlog``)."""
 
-from .main import main
+from ._main import main
 
 raise SystemExit(main())

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents import RunHooks
 
-from eventlog import Message, MessageSource, ToolCall, ToolOutcome, ToolResultPart
-from eventlog.message import new_id
+from eventlog import Message, MessageSource, ToolCall, ToolOutcome, ToolResultPart, new_id
 
 if TYPE_CHECKING:
     from ._openai_agents_session import EventlogSession

@@ -11,8 +11,10 @@ from typing import Any
 
 from eventlog import (
     APPEND,
+    AssistantMessage,
     Message,
     MessageSource,
+    Part,
     Session,
     SessionNotFoundError,
     StepEnd,
@@ -25,10 +27,9 @@ from eventlog import (
     TurnStart,
     UserMessage,
     ValidationError,
+    new_id,
 )
-from eventlog.message import Part, new_id
 from eventlog.stores import LogStore
-from eventlog.vocabulary import AssistantMessage
 from projections import timeline, to_openai_responses
 from recovery import repair, scan
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from eventlog import Usage
 from projections import Degrade, anthropic_request
 
-from ..model import (
+from .._model import (
     Chunk,
     Finish,
     FinishKind,

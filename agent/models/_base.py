@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Protocol, Self
 
 from projections import Degrade
 
-from ..model import Chunk, Finish, ModelRequest
+from .._model import Chunk, Finish, ModelRequest
 from ._errors import provider_errors
 
 __all__ = ("ProviderModel", "StreamState")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from eventlog import Usage
 from projections import Degrade, openai_request
 
-from ..model import (
+from .._model import (
     Chunk,
     Finish,
     FinishKind,

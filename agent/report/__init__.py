@@ -1,6 +1,7 @@
 """What a session says about its run, classed once for every view: each tool call's fate with
 the seqs that prove it, failed model attempts, and the session's state (``running`` when
-:func:`eventlog.stores.writer_alive` says its writer is alive)."""
+:func:`eventlog.stores.writer_alive` says its writer is alive); and the one way every view
+shows events and messages as text and JSON values (the CLI's tables and the web app)."""
 
 from ._fates import (
     FAILED_FATES as FAILED_FATES,
@@ -34,6 +35,10 @@ from ._fates import (
 )
 from ._load import Loaded as Loaded
 from ._load import load_session as load_session
+from ._render import event_json as event_json
+from ._render import event_summary as event_summary
+from ._render import message_text as message_text
+from ._render import timestamp as timestamp
 from ._runs import (
     RunSpan as RunSpan,
 )
@@ -50,6 +55,10 @@ from ._unknown import UnknownType as UnknownType
 from ._unknown import unknown_type as unknown_type
 
 __all__ = (
+    "event_json",
+    "event_summary",
+    "message_text",
+    "timestamp",
     "describe_session",
     "fault_json",
     "unknown_json",

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eventlog import EventLogError, UnsupportedFormatError
-from eventlog.codec import verify_rows
-from eventlog.stores import LogStore
+from eventlog.stores import LogStore, verify_rows
 
 __all__ = ("UnknownType", "unknown_type")
 

@@ -29,7 +29,7 @@ from eventlog import (
 )
 from eventlog.stores import LogStore
 
-from ..cli.render import event_summary
+from ..report import event_summary
 from ._render import render
 from ._views import events_page, seen_view, session_view, sessions_view
 

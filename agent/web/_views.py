@@ -15,15 +15,17 @@ from eventlog import Event, RequestHeader, Session
 from eventlog.stores import LogStore, SessionRecord, writer_alive
 from projections import messages, request_header, timeline
 
-from ..cli.render import event_summary, message_text, timestamp
 from ..report import (
     RunSpan,
     call_row,
     describe_session,
+    event_summary,
     failed_attempts,
     load_session,
+    message_text,
     run_spans,
     session_state,
+    timestamp,
 )
 
 __all__ = (

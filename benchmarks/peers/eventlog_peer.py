@@ -34,7 +34,7 @@ import anyio.lowlevel
 
 from benchmarks.workload import append_turn
 from eventlog import Session, open_store
-from eventlog.stores.logstore import LogStore
+from eventlog.stores import LogStore
 
 from ._common import Stopwatch, Timing, WriteResult, durability_settings
 

@@ -4,9 +4,9 @@
 ``eventlog`` layer.
 """
 
-from .dsh import EXTENSION_PREFIX, FOLDED_TYPES, ORIGINAL_TYPE, ImportReport, Refusal, import_dsh
-from .dsh_format import DSH_FORMAT_VERSION, DshFormatError, DshLog, DshRecord, parse_dsh
-from .dsh_messages import dsh_message
+from ._dsh import EXTENSION_PREFIX, FOLDED_TYPES, ORIGINAL_TYPE, ImportReport, Refusal, import_dsh
+from ._dsh_format import DSH_FORMAT_VERSION, DshFormatError, DshLog, DshRecord, parse_dsh
+from ._dsh_messages import dsh_message
 
 __all__ = (
     "DSH_FORMAT_VERSION",

@@ -1,14 +1,41 @@
-"""Stores: where sessions live. ``open_store(url)`` picks the backend from the URL."""
+"""Stores: where sessions live. ``open_store(url)`` picks the backend from the URL.
 
+Beside the stores, the backend contract (:class:`Backend`) and what backends hold: the rows
+(:class:`Row`), the hash chain over them (:func:`verify_rows`, :func:`rechain`) and their
+decoding, for tools that read, copy or check raw sessions.
+"""
+
+from .._attachments import row_digests
+from .._codec import (
+    GENESIS_HASH,
+    Row,
+    chain_hash,
+    decode_event,
+    encode_surface,
+    rechain,
+    stored_version,
+    verify_rows,
+)
+from .._session import DEFAULT_MAX_EVENT_BYTES
+from ._base import Backend, SessionInfo, SessionRecord, Store
 from ._lease_state import writer_alive
 from ._loader import LogLoader
+from ._logstore import LogStore
+from ._memory import MemoryBackend, MemoryData
+from ._url import open_store
 from ._writer import Batch
-from .base import Backend, SessionInfo, SessionRecord, Store
-from .logstore import LogStore
-from .memory import MemoryBackend, MemoryData
-from .url import open_store
 
 __all__ = (
+    "DEFAULT_MAX_EVENT_BYTES",
+    "GENESIS_HASH",
+    "Row",
+    "chain_hash",
+    "decode_event",
+    "encode_surface",
+    "rechain",
+    "row_digests",
+    "stored_version",
+    "verify_rows",
     "Backend",
     "Batch",
     "LogLoader",

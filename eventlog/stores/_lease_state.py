@@ -2,14 +2,14 @@
 
 The one place outside the write path that reads lease state (the ``eventlog`` command and its
 web app show a session with a live writer as ``running``). Each backend keeps its lease its own
-way and answers through :class:`~eventlog.stores.base.LeaseReader`. Reading never takes, renews
+way and answers through :class:`~eventlog.stores._base.LeaseReader`. Reading never takes, renews
 or clears a lease.
 """
 
 from __future__ import annotations
 
-from .base import LeaseReader
-from .logstore import LogStore
+from ._base import LeaseReader
+from ._logstore import LogStore
 
 __all__ = ("writer_alive",)
 

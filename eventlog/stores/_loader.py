@@ -11,9 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from .._grammar import TurnGrammar
-from .._strict import on_fresh_stack
-from ..codec import (
+from .._codec import (
     CHAIN_VERSION,
     GENESIS_HASH,
     Row,
@@ -23,10 +21,12 @@ from ..codec import (
     decode_surface,
     verify_rows,
 )
-from ..errors import CorruptLogError, SurfaceError
-from ..event import APPEND, Event
-from ..registry import EventTypes, NewerVersion
-from ..surface import SurfaceIndex, message_delta, plan_transition
+from .._errors import CorruptLogError, SurfaceError
+from .._event import APPEND, Event
+from .._grammar import TurnGrammar
+from .._registry import EventTypes, NewerVersion
+from .._strict import on_fresh_stack
+from .._surface import SurfaceIndex, message_delta, plan_transition
 
 __all__ = ("LogLoader",)
 

@@ -30,9 +30,9 @@ from typing import NamedTuple
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..codec import CHAIN_VERSION, Row, chain_version_of, make_row
-from ..errors import BacklogFullError, ClosedError, ConflictError, EventLogError, StoreWriteError
-from ..event import Event
+from .._codec import CHAIN_VERSION, Row, chain_version_of, make_row
+from .._errors import BacklogFullError, ClosedError, ConflictError, EventLogError, StoreWriteError
+from .._event import Event
 
 __all__ = ("Batch", "WriteFunction", "Writer")
 

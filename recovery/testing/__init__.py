@@ -42,9 +42,9 @@ your agent's resume path::
         anyio.run(scenario)
 """
 
-from .faulty import FaultyBackend, FaultyStore, SimulatedCrash
-from .invariants import InvariantViolation, check_invariants
-from .runs import AgentRun, Choose, PlannedEvent, agent_runs, build_run, random_run
+from ._faulty import FaultyBackend, FaultyStore, SimulatedCrash
+from ._invariants import InvariantViolation, check_invariants
+from ._runs import AgentRun, Choose, PlannedEvent, agent_runs, build_run, random_run
 
 __all__ = (
     "AgentRun",

@@ -19,8 +19,10 @@ from eventlog import (
     CompactionEnd,
     CompactionStart,
     CompactionSummary,
+    FinishReason,
     InboxItem,
     InboxSpliced,
+    InboxTarget,
     Message,
     MessageSource,
     Replace,
@@ -37,10 +39,10 @@ from eventlog import (
     ToolResultPart,
     ToolSpec,
     TurnEnd,
+    TurnEndReason,
     TurnStart,
     UserMessage,
 )
-from eventlog.vocabulary import FinishReason, InboxTarget, TurnEndReason
 
 from .._codes import ABORTED_BEFORE_DISPATCH, TOOL_FAILED
 

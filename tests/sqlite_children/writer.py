@@ -37,7 +37,7 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.stores.logstore import LogStore
+from eventlog.stores import LogStore
 
 
 def say(line: str) -> None:

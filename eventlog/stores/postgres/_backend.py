@@ -36,16 +36,14 @@ import asyncpg
 import msgspec
 from anyio.abc import TaskStatus
 
-from ...codec import Row
-from ...errors import (
+from ..._codec import Row
+from ..._errors import (
     ClosedError,
     CorruptLogError,
     SessionExistsError,
     ValidationError,
 )
-from .._owners import owner_alive
-from .._writer import Batch
-from ..base import (
+from .._base import (
     Backend,
     SessionInfo,
     SessionRecord,
@@ -53,6 +51,8 @@ from ..base import (
     rows_in_chunks,
     session_not_found,
 )
+from .._owners import owner_alive
+from .._writer import Batch
 from ._attachments import insert_attachment, select_attachment
 from ._errors import DRIVER_ERRORS, translate
 from ._leases import Leases

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import asyncpg
 
-from ...errors import ClosedError, EventLogError, StoreWriteError
+from ..._errors import ClosedError, EventLogError, StoreWriteError
 
 __all__ = ("DRIVER_ERRORS", "is_connection_lost", "translate")
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import SessionBusyError
+from ..._errors import SessionBusyError
+from .._base import session_not_found
 from .._owners import owner_alive
-from ..base import session_not_found
 from ._sql import Statements
 
 __all__ = ("Leases",)

@@ -15,9 +15,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ...codec import FORMAT_VERSION
-from ...errors import UnsupportedFormatError
-from ..base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
+from ..._codec import FORMAT_VERSION
+from ..._errors import UnsupportedFormatError
+from .._base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
 

@@ -44,10 +44,10 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from ...codec import Row
-from ...errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
+from ..._codec import Row
+from ..._errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
+from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from .._writer import Batch
-from ..base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
 from ._schema import (

@@ -14,11 +14,11 @@ from typing import Any
 
 import msgspec
 
-from ...codec import Row
-from ...errors import CorruptLogError, SessionBusyError, SessionExistsError
+from ..._codec import Row
+from ..._errors import CorruptLogError, SessionBusyError, SessionExistsError
+from .._base import SessionInfo, SessionRecord, delete_refused, session_not_found
 from .._owners import owner_alive
 from .._writer import Batch
-from ..base import SessionInfo, SessionRecord, delete_refused, session_not_found
 from ._transaction import WriteLockBusy, transaction, waiting_for_lock
 
 __all__ = (

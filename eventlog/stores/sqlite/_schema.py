@@ -17,9 +17,9 @@ import re
 import sqlite3
 from typing import Any
 
-from ...codec import FORMAT_VERSION
-from ...errors import UnsupportedFormatError, ValidationError
-from ..base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
+from ..._codec import FORMAT_VERSION
+from ..._errors import UnsupportedFormatError, ValidationError
+from .._base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
 from ._transaction import transaction
 
 __all__ = (

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ...errors import ClosedError
+from ..._errors import ClosedError
 
 __all__ = ("Connect", "Done", "SQLiteWorker")
 

@@ -1,0 +1,496 @@
+"""The agent: turns and steps over a durable session (docs/architecture.md).
+
+A turn: ``turn/start``, then steps until the model stops asking for tools. A step: claim the
+inbox (``agent/inbox/spliced``), ``step/start``, the claimed ``user/message`` s, the request
+(``request/header`` when it changed; it carries the bytes of the attachments it references), a
+flush (so the request is never sent for input that is not durable), the model stream, the
+settled ``assistant/message`` (or a log-only ``assistant/attempt``), the tools, ``step/end``
+and a flush.
+
+Turns end ``completed``, ``aborted`` (cancel), ``blocked`` (``max_steps`` reached), ``error``
+(the model kept failing, or the loop failed) or ``max-tokens`` (sticky for the turn). A
+concluding tool ends the turn unless steering arrived meanwhile.
+
+Cancellation of a running turn is a request, not a task cancel: the stream is abandoned at
+once, started tools are drained, unstarted ones are answered ``ABORTED_BEFORE_DISPATCH``, and
+the turn is closed normally, so a cancelled session never needs repair.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import TaskStatus
+
+from eventlog import (
+    APPEND,
+    AssistantAttempt,
+    AssistantMessage,
+    Event,
+    EventLogError,
+    Message,
+    Session,
+    StepEnd,
+    StepStart,
+    Store,
+    TurnEnd,
+    TurnEndReason,
+    TurnStart,
+    UserMessage,
+    new_id,
+)
+from projections import inbox, request_header, timeline
+from projections.inbox import cancel_all, claim
+from recovery import RepairReport, repair
+
+from ._assembly import Assembler
+from ._attachments import AttachmentCache
+from ._compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
+from ._errors import AgentBusyError, OpenTurnError
+from ._execution import ToolExecutor
+from ._inbox import Admission, prompt, submit
+from ._interrupt import Interrupter, stream_into
+from ._model import Chunk, Model, ModelError, ModelRequest
+from ._request import model_request
+from ._tools import Tool, Toolbox
+
+__all__ = ("Agent", "TurnOutcome", "StepKind")
+
+logger = logging.getLogger("agent")
+
+StepKind = Literal["tools", "stop", "max-tokens", "aborted", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended: its number, the reason written in ``turn/end``, its step count."""
+
+    turn: int
+    reason: TurnEndReason
+    steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class _StepResult:
+    kind: StepKind
+    concluded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A failed model attempt, and whether (and when) to retry it."""
+
+    retryable: bool = True
+    retry_after: float | None = None
+
+
+class Agent:
+    """Runs turns on ``session`` with ``model`` and ``tools``.
+
+    :param system: the system prompt.
+    :param params: model parameters (temperature, max tokens, ...), recorded in
+        ``request/header``.
+    :param model_name: the model name requested (``ModelRequest.model``) and recorded in
+        ``request/header``; by default ``model.name``.
+    :param max_parallel: at most this many concurrency-safe tool calls at once.
+    :param max_retries: failed model attempts retried within a step before the turn ends
+        ``error``; a :class:`ModelError` with ``retryable`` false is not retried.
+    :param retry_backoff: seconds before the first retry; doubles each time, and is at least
+        the ``retry_after`` a :class:`ModelError` carries.
+    :param max_steps: steps per turn before the turn ends ``blocked``.
+    :param compaction: automatic compaction before each request, if given.
+    :param store: the store ``session`` belongs to (:meth:`resume` passes its own). With it,
+        each request carries the bytes of the attachments its messages reference (read once,
+        kept while still referenced), and the images and files a tool returns inline are
+        stored as attachments before its result is committed. Without it, requests carry no
+        attachment bytes and tool results keep theirs inline.
+    :raises ValueError: an option is out of range, or two tools share a name.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        model: Model,
+        tools: Iterable[Tool] = (),
+        *,
+        system: str = "",
+        params: Mapping[str, Any] | None = None,
+        model_name: str | None = None,
+        max_parallel: int = 10,
+        max_retries: int = 2,
+        retry_backoff: float = 0.05,
+        max_steps: int = 64,
+        compaction: AutoCompaction | None = None,
+        store: Store | None = None,
+    ) -> None:
+        if type(max_parallel) is not int or max_parallel < 1:
+            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        if max_retries < 0 or max_steps < 1:
+            raise ValueError("max_retries must be >= 0 and max_steps >= 1")
+        self.session = session
+        self.model = model
+        self.toolbox = Toolbox(tools)
+        self.system = system
+        self.params: dict[str, Any] = dict(params or {})
+        self.model_name = model.name if model_name is None else model_name
+        self.max_parallel = max_parallel
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
+        self.max_steps = max_steps
+        self.compaction = compaction
+        #: What :meth:`resume` repaired, if this agent was resumed.
+        self.repair_report: RepairReport | None = None
+        self._attachments = AttachmentCache(session, store)
+        self._live: list[Callable[[Chunk], None]] = []
+        self._running = False
+        self._interrupter: Interrupter | None = None
+
+    @classmethod
+    async def resume(
+        cls,
+        store: Store,
+        session_id: str,
+        model: Model,
+        tools: Iterable[Tool] = (),
+        *,
+        wait: float = 0.0,
+        **options: Any,
+    ) -> Agent:
+        """Open ``session_id``, repair what a crash left open, and return its agent.
+
+        Turn numbering continues after the last turn; a pending inbox stays pending. The
+        ``system``, ``model_name`` and ``params`` in force (the last ``request/header`` values)
+        are kept unless given in ``options``; a different value given is used, and the next
+        ``request/header`` records the change.
+
+        :param wait: seconds to wait for another live writer to let the session go (passed to
+            :meth:`Store.open`); a crashed writer's lease is taken over at once regardless.
+        :raises SessionNotFoundError: no such session.
+        :raises SessionBusyError: another live writer holds the session (still, after ``wait``).
+        """
+        session = await store.open(session_id, wait=wait)
+        try:
+            report = await repair(session)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+            raise
+        header = request_header(session)
+        kept = {"system": header.system, "model_name": header.model, "params": header.params}
+        for name, value in kept.items():
+            if value is not None:
+                options.setdefault(name, value)
+        options.setdefault("store", store)
+        agent = cls(session, model, tools, **options)
+        agent.repair_report = report
+        return agent
+
+    def __repr__(self) -> str:
+        state = "running" if self._running else "idle"
+        return f"<Agent session={self.session.id!r} {state} model={self.model.name!r}>"
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def followup(self, message: str | Message) -> Admission:
+        """Queue ``message`` to open its own turn (next-turn)."""
+        return submit(self.session, "next-turn", message)
+
+    def steer(self, message: str | Message) -> Admission:
+        """Queue ``message`` for the next step of the running turn (or a new turn if idle)."""
+        return submit(self.session, "next-step", message)
+
+    def inject(self, message: str | Message) -> Admission:
+        """Queue ``message`` for the next step without starting one (it waits for a wake)."""
+        return submit(self.session, "next-step", message, wake=False)
+
+    async def prompt(self, text: str | Message, *, request_id: str) -> Admission:
+        """Queue a user prompt once per ``request_id`` (durable on return; see
+        :func:`agent.prompt`)."""
+        return await prompt(self.session, text, request_id=request_id)
+
+    def on_chunk(self, callback: Callable[[Chunk], None]) -> Callable[[], None]:
+        """Show live stream chunks to ``callback`` (never persisted); returns the unsubscribe.
+
+        A callback that raises is logged and ignored.
+        """
+        self._live.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._live:
+                self._live.remove(callback)
+
+        return unsubscribe
+
+    # -- control -------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True while a turn runs."""
+        return self._running
+
+    def cancel(self, *, clear_inbox: bool = False) -> None:
+        """Abort the running turn: stop the stream, start no new tool, drain started tools.
+
+        :param clear_inbox: also withdraw every pending input (``outcome: canceled``).
+        """
+        if self._interrupter is not None:
+            self._interrupter.cancel()
+        if clear_inbox:
+            for payload in cancel_all(inbox(self.session)):
+                self.session.append("agent/inbox/spliced", payload)
+
+    async def compact(self, start: int, end: int, summarizer: Summarizer) -> CompactionResult:
+        """Compact the surface span ``[start, end]`` now (see :func:`agent.compact`).
+
+        :raises AgentBusyError: a turn is running.
+        :raises CompactionError: the compaction was refused or failed (nothing replaced).
+        """
+        if self._running:
+            raise AgentBusyError(
+                f"session {self.session.id!r}: cannot compact while a turn is running",
+                session_id=self.session.id,
+            )
+        self._running = True  # no turn may start while the summarizer runs
+        try:
+            return await compact(self.session, start, end, summarizer)
+        finally:
+            self._running = False
+
+    async def run_until_idle(self) -> list[TurnOutcome]:
+        """Run turns while the inbox has input that wakes the agent.
+
+        Stops after a turn that was cancelled (pending input stays queued).
+
+        :raises AgentBusyError: a turn is already running.
+        :raises OpenTurnError: the session has a turn open (repair it, or use :meth:`resume`).
+        """
+        outcomes: list[TurnOutcome] = []
+        while inbox(self.session).wakes:
+            outcome = await self.run_turn()
+            outcomes.append(outcome)
+            if outcome.reason == "aborted":
+                break
+        return outcomes
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run turns whenever waking input arrives, until cancelled (start it in a task group:
+        ``await task_group.start(agent.serve)``).
+
+        Any submission wakes it, whoever made it (:meth:`followup`, :func:`agent.prompt` from a
+        request handler, ...): it watches the session's ``agent/inbox/spliced`` events.
+        """
+        wake = anyio.Event()
+
+        def watch(event: Event) -> None:
+            if event.type == "agent/inbox/spliced" and any(i.wake for i in event.data.inserted):
+                wake.set()
+
+        unsubscribe = self.session.subscribe(watch)
+        task_status.started()
+        try:
+            while True:
+                wake = anyio.Event()
+                if not inbox(self.session).wakes:
+                    await wake.wait()
+                await self.run_until_idle()
+        finally:
+            unsubscribe()
+
+    async def run_turn(self) -> TurnOutcome:
+        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed).
+
+        If the loop itself fails (e.g. ``StoreWriteError`` at a checkpoint), the turn is closed
+        ``error`` when nothing is left unanswered, and the error propagates. If the task
+        running the turn is cancelled from outside, the turn is left open like a crash would
+        leave it: repair it (or :meth:`resume`) before the next turn.
+
+        :raises AgentBusyError: a turn is already running.
+        :raises OpenTurnError: the session has a turn open.
+        """
+        if self._running:
+            raise AgentBusyError(
+                f"session {self.session.id!r}: a turn is already running",
+                session_id=self.session.id,
+            )
+        view = timeline(self.session)
+        if view.turn is not None:
+            raise OpenTurnError(
+                f"session {self.session.id!r}: turn {view.turn.number} (seq {view.turn.seq}) is "
+                "still open",
+                session_id=self.session.id,
+                seq=view.turn.seq,
+                hint="a crash left it open: use Agent.resume, or recovery.repair first",
+            )
+        self._running = True
+        self._interrupter = Interrupter()
+        try:
+            return await self._turn(view.next_turn)
+        finally:
+            self._running = False
+            self._interrupter = None
+
+    # -- the turn and its steps ----------------------------------------------------------------
+
+    async def _turn(self, turn: int) -> TurnOutcome:
+        session = self.session
+        session.append("turn/start", TurnStart(turn=turn))
+        step, sticky_max_tokens = 0, False
+        reason: TurnEndReason = "completed"
+        try:
+            while True:
+                if self._cancelled:
+                    reason = "aborted"
+                    break
+                if step == self.max_steps:
+                    reason = "blocked"
+                    break
+                step += 1
+                result = await self._step(turn, step)
+                session.append("step/end", StepEnd(turn=turn, step=step))
+                sticky_max_tokens |= result.kind == "max-tokens"
+                ending = self._ending(result)
+                if ending is not None:
+                    reason = ending
+                    break
+                await session.flush()  # checkpoint: step end
+        except Exception:
+            self._close_after_failure(turn, step)
+            raise
+        if reason == "completed" and sticky_max_tokens:
+            reason = "max-tokens"
+        session.append("turn/end", TurnEnd(turn=turn, reason=reason))
+        await session.flush()  # checkpoint: step end and turn end in one write
+        return TurnOutcome(turn=turn, reason=reason, steps=step)
+
+    def _ending(self, result: _StepResult) -> TurnEndReason | None:
+        """How the turn ends after a step, or ``None`` when another step follows."""
+        if result.kind in ("aborted", "error"):
+            return "aborted" if result.kind == "aborted" else "error"
+        if self._cancelled:
+            return "aborted"
+        if result.kind == "tools" and not result.concluded:
+            return None
+        if any(item.wake for item in inbox(self.session).next_step):
+            return None  # steering arrived: the turn goes on
+        return "completed"
+
+    def _close_after_failure(self, turn: int, step: int) -> None:
+        """The loop itself failed: close the turn ``error`` if the log still takes it.
+
+        A step with calls still unanswered is left open: closing it would leave a tool call
+        without a result in the history; :func:`recovery.repair` answers them correctly.
+        """
+        try:
+            view = timeline(self.session)
+            if view.dangling:
+                return
+            if view.step is not None:
+                self.session.append("step/end", StepEnd(turn=turn, step=step))
+            self.session.append("turn/end", TurnEnd(turn=turn, reason="error"))
+        except EventLogError:
+            logger.exception("agent: could not close turn %d of %r", turn, self.session.id)
+
+    async def _step(self, turn: int, step: int) -> _StepResult:
+        session = self.session
+        taken = claim(inbox(session), "next-turn" if step == 1 else "next-step")
+        claimed = [session.append("agent/inbox/spliced", payload).seq for payload in taken.splices]
+        session.append("step/start", StepStart(turn=turn, step=step))
+        for item in taken.items:
+            session.append(
+                "user/message",
+                UserMessage(message=item.message),
+                surface=APPEND,
+                sources=tuple(claimed),
+            )
+        if self.compaction is not None:
+            await compact_auto(session, self.compaction)
+        request = model_request(
+            session, self.system, self.toolbox.specs(), self.model_name, self.params
+        )
+        attachments = await self._attachments.for_request(request.messages)
+        if attachments:
+            request = replace(request, attachments=attachments)
+        failures = 0
+        while True:
+            if self._cancelled:
+                return _StepResult("aborted")  # cancelled before the request was sent
+            await session.flush()  # checkpoint: the request is never sent for undurable input
+            if self._cancelled:
+                return _StepResult("aborted")  # cancelled during the checkpoint
+            settled = await self._attempt(turn, step, request)
+            if isinstance(settled, _StepResult):
+                return settled
+            failures += 1
+            if failures > self.max_retries or not settled.retryable:
+                return _StepResult("error")
+            assert self._interrupter is not None
+            backoff = self.retry_backoff * 2 ** (failures - 1)
+            await self._interrupter.pause(max(backoff, settled.retry_after or 0.0))
+
+    async def _attempt(self, turn: int, step: int, request: ModelRequest) -> _StepResult | _Failure:
+        """One model attempt; a :class:`_Failure` when it failed (recorded)."""
+        session = self.session
+        assembler = Assembler(new_id())
+        assert self._interrupter is not None
+        error, cancelled, raised = await stream_into(
+            self.model, request, assembler, self._interrupter, self._show
+        )
+        if error is not None:
+            session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step, error=error))
+            if isinstance(raised, ModelError):
+                return _Failure(raised.retryable, raised.retry_after)
+            return _Failure()
+        reply = assembler.settle(cancelled=cancelled)
+        finish = assembler.finish
+        if reply.message is None:
+            session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step))
+            if cancelled:
+                return _StepResult("aborted")
+            return _StepResult("max-tokens" if finish and finish.kind == "max-tokens" else "stop")
+        kind = "canceled" if cancelled else finish.kind if finish else "stop"
+        event = session.append(
+            "assistant/message",
+            AssistantMessage(
+                turn=turn,
+                step=step,
+                message=reply.message,
+                finish=kind,
+                usage=assembler.usage,
+                interrupted=reply.interrupted,
+            ),
+            surface=APPEND,
+        )
+        if cancelled:
+            return _StepResult("aborted")
+        if kind == "max-tokens":
+            return _StepResult("max-tokens")
+        if not reply.tool_calls:
+            return _StepResult("stop")
+        executor = ToolExecutor(
+            session,
+            self.toolbox,
+            turn=turn,
+            step=step,
+            cancel=self._interrupter.event,
+            max_parallel=self.max_parallel,
+            attachments=self._attachments,
+        )
+        report = await executor.run(reply.tool_calls, assistant_seq=event.seq)
+        if report.aborted or self._cancelled:
+            return _StepResult("aborted")
+        return _StepResult("tools", concluded=report.concluded)
+
+    def _show(self, chunk: Chunk) -> None:
+        for callback in tuple(self._live):
+            try:
+                callback(chunk)
+            except Exception:
+                logger.exception("agent: live observer %r failed", callback)
+
+    @property
+    def _cancelled(self) -> bool:
+        return self._interrupter is not None and self._interrupter.cancelled

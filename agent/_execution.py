@@ -1,0 +1,362 @@
+"""Ordered parallel execution of one step's tool calls.
+
+Scheduling: calls are taken in the model's order. A concurrency-safe call joins a pool of at
+most ``max_parallel`` calls in flight; any other call is an exclusive barrier (it starts when
+nothing is in flight, and nothing starts while it runs). Each call is classified right before it
+starts, so a result that changes a tool's mind creates a barrier in time.
+
+Durability: a call's ``tool/call`` is committed and flushed before its body runs, so recovery
+can tell "may have run" (``TOOL_OUTCOME_UNKNOWN``) from "never started". Results are committed
+as ``tool/result`` strictly in the model's order; a body that finishes before an earlier call
+has its result made durable at once as ``tool/outcome``, so a crash does not lose it.
+
+Calls that cannot run (unknown tool, invalid argument JSON) get a ``tool/call`` and an error
+result without running anything. Cancel: nothing new starts, started bodies are drained, and
+every unstarted call is answered by a ``tool/call`` + ``tool/result`` pair coded
+``ABORTED_BEFORE_DISPATCH``, so a cancelled step is always balanced.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+
+from eventlog import (
+    APPEND,
+    Event,
+    EventLogError,
+    Message,
+    ResultPart,
+    Session,
+    ToolCall,
+    ToolCallPart,
+    ToolError,
+    ToolOutcome,
+    ToolResult,
+)
+from recovery import (
+    ABORTED_BEFORE_DISPATCH,
+    CHECKPOINT_FAILED,
+    INVALID_ARGUMENTS,
+    OUTPUT_TOO_LARGE,
+    TOOL_ERROR,
+    TOOL_FAILED,
+    UNKNOWN_TOOL,
+)
+
+from ._attachments import AttachmentCache
+from ._tools import Tool, Toolbox, ToolContext, ToolOutput, as_output
+
+__all__ = (
+    "ExecutionReport",
+    "ToolExecutor",
+)
+
+logger = logging.getLogger("agent.execution")
+_json = msgspec.json.Encoder()
+
+# Room left for the rest of a result event around the tool's content.
+_ENVELOPE_ROOM = 64 * 1024
+
+_ABORTED_TEXT = (
+    "tool call aborted before dispatch: the run was cancelled before this call started; "
+    "it did not run"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Settled:
+    """A call's result waiting for its turn in the model's order."""
+
+    content: str | tuple[ResultPart, ...]
+    error: ToolError | None = None
+    concludes: bool = False
+    #: The ``tool/outcome`` that made this result durable ahead of its turn, if any.
+    outcome: Event | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionReport:
+    """What happened to one step's calls.
+
+    :ivar result_seqs: the ``tool/result`` seqs, in the model's order.
+    :ivar concluded: a successful result asked to conclude the turn.
+    :ivar aborted: how many calls were answered ``ABORTED_BEFORE_DISPATCH``.
+    """
+
+    result_seqs: tuple[int, ...]
+    concluded: bool
+    aborted: int
+
+
+def _error_output(content: str, name: str, code: str) -> _Settled:
+    return _Settled(content=content, error=ToolError(name=name, code=code))
+
+
+class ToolExecutor:
+    """Runs the calls of one step (see the module docstring). One instance per step.
+
+    :param cancel: set by the agent's ``cancel()``; checked before every start.
+    :param max_parallel: at most this many safe calls in flight (>= 1).
+    :param attachments: stores the images and files a tool returns inline as attachments
+        before their result (or outcome) is committed; without it they stay inline.
+    :raises ValueError: (at construction) ``max_parallel`` is not a positive integer.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        toolbox: Toolbox,
+        *,
+        turn: int,
+        step: int,
+        cancel: anyio.Event,
+        max_parallel: int = 10,
+        attachments: AttachmentCache | None = None,
+    ) -> None:
+        if type(max_parallel) is not int or max_parallel < 1:
+            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        self.session = session
+        self.toolbox = toolbox
+        self.turn = turn
+        self.step = step
+        self.cancel = cancel
+        self.max_parallel = max_parallel
+        #: Stores what a tool returns inline (without a store, it stays inline).
+        self.attachments = attachments or AttachmentCache(session, None)
+        self._calls: Sequence[ToolCallPart] = ()
+        self._slots: list[_Settled | None] = []
+        self._call_seqs: list[int | None] = []
+        self._result_seqs: list[int] = []
+        self._committed = 0
+        self._in_flight = 0
+        self._changed = anyio.Event()
+        self._source: tuple[int, ...] = ()
+
+    async def run(
+        self, calls: Sequence[ToolCallPart], *, assistant_seq: int | None = None
+    ) -> ExecutionReport:
+        """Execute ``calls`` (the model's order) and commit one ``tool/result`` for each."""
+        self._calls = calls
+        self._slots = [None] * len(calls)
+        self._call_seqs = [None] * len(calls)
+        self._source = () if assistant_seq is None else (assistant_seq,)
+        started = 0
+        async with anyio.create_task_group() as tg:
+            watcher = anyio.CancelScope()
+            tg.start_soon(self._watch_cancel, watcher)
+            started = await self._schedule(tg)
+            await self._wait(lambda: self._in_flight == 0, or_cancel=False)
+            watcher.cancel()
+        for index in range(started, len(calls)):
+            self._log_call(index)
+            self._fill(index, _error_output(_ABORTED_TEXT, "AbortError", ABORTED_BEFORE_DISPATCH))
+        concluded = any(s is not None and s.concludes for s in self._slots)
+        return ExecutionReport(tuple(self._result_seqs), concluded, aborted=len(calls) - started)
+
+    async def _schedule(self, tg: TaskGroup) -> int:
+        """Start calls until all started or cancelled; return how many were taken."""
+        calls, index = self._calls, 0
+        while index < len(calls) and not self.cancel.is_set():
+            plan = self._plan(calls[index])
+            if isinstance(plan, _Settled):
+                self._log_call(index)
+                self._fill(index, plan)
+                index += 1
+                continue
+            tool, args = plan
+            if not self._is_safe(tool, args):
+                if self._in_flight:
+                    await self._wait(lambda: self._in_flight == 0, or_cancel=True)
+                    continue  # classify again: the finished calls may have changed things
+                await self._start(tg, [(index, tool, args)])
+                index += 1
+                await self._wait(lambda: self._in_flight == 0, or_cancel=False)
+                continue
+            if self._in_flight >= self.max_parallel:
+                await self._wait(lambda: self._in_flight < self.max_parallel, or_cancel=True)
+                continue
+            batch = [(index, tool, args)]
+            index += 1
+            while index < len(calls) and self._in_flight + len(batch) < self.max_parallel:
+                more = self._plan(calls[index])
+                if isinstance(more, _Settled) or not self._is_safe(*more):
+                    break
+                batch.append((index, *more))
+                index += 1
+            await self._start(tg, batch)
+        return index
+
+    def _plan(self, call: ToolCallPart) -> tuple[Tool, object] | _Settled:
+        tool = self.toolbox.get(call.name)
+        if tool is None:
+            return _error_output(
+                f"unknown tool {call.name!r}; available: "
+                + (", ".join(t.name for t in self.toolbox) or "none"),
+                "UnknownToolError",
+                UNKNOWN_TOOL,
+            )
+        try:
+            return tool, tool.decode(call.arguments)
+        except ValueError as exc:  # ToolArgumentsError, or a decoder's own ValueError
+            return _error_output(str(exc), "ToolArgumentsError", INVALID_ARGUMENTS)
+
+    @staticmethod
+    def _is_safe(tool: Tool, args: object) -> bool:
+        try:
+            return tool.is_concurrency_safe(args) is True
+        except Exception:
+            logger.exception("agent: is_concurrency_safe of %r failed; running it alone", tool)
+            return False  # fail closed: an unsure call is a barrier
+
+    async def _start(self, tg: TaskGroup, batch: list[tuple[int, Tool, object]]) -> None:
+        """Commit the batch's ``tool/call`` s, flush once, then start the bodies."""
+        for index, _tool, _args in batch:
+            self._log_call(index)
+        try:
+            await self.session.flush()
+        except EventLogError as exc:
+            for index, _tool, _args in batch:
+                text = f"the call was not run: its start could not be made durable ({exc})"
+                self._fill(index, _error_output(text, type(exc).__name__, CHECKPOINT_FAILED))
+            return
+        for index, tool, args in batch:
+            if self.cancel.is_set():
+                # Cancelled while the checkpoint was written: the body never runs.
+                error = _error_output(_ABORTED_TEXT, "AbortError", ABORTED_BEFORE_DISPATCH)
+                self._fill(index, error)
+                continue
+            self._in_flight += 1
+            tg.start_soon(self._body, index, tool, args)
+
+    async def _body(self, index: int, tool: Tool, args: object) -> None:
+        call = self._calls[index]
+        context = ToolContext(self.session, self.turn, self.step, call.id, self.cancel)
+        try:
+            settled = _settled_from(as_output(await tool.call(args, context)))
+        except Exception as exc:
+            logger.info("agent: tool %r (call %s) raised %r", call.name, call.id, exc)
+            settled = _error_output(f"{type(exc).__name__}: {exc}", type(exc).__name__, TOOL_FAILED)
+        settled = self._bounded(await self._store_media(settled))
+        try:
+            if index != self._committed:
+                settled = await self._make_durable(index, settled)
+            self._fill(index, settled)
+        finally:
+            self._in_flight -= 1
+            self._changed.set()
+
+    async def _store_media(self, settled: _Settled) -> _Settled:
+        """The result with its inline images and files stored as attachments (before the
+        result or outcome referencing them is committed); a result whose media could not be
+        stored becomes an error result saying so."""
+        try:
+            return replace(settled, content=await self.attachments.stored(settled.content))
+        except EventLogError as exc:
+            text = f"the tool's result was dropped: its attachments could not be stored ({exc})"
+            return _error_output(text, type(exc).__name__, CHECKPOINT_FAILED)
+
+    def _bounded(self, settled: _Settled) -> _Settled:
+        """An output too large for one event becomes an error result (the log refuses it)."""
+        content = settled.content
+        size = len(content.encode() if isinstance(content, str) else _json.encode(content))
+        if size <= self.session.max_event_bytes - _ENVELOPE_ROOM:
+            return settled
+        text = (
+            f"the tool output was {size} bytes, over the session's limit of "
+            f"{self.session.max_event_bytes} bytes per event; it was dropped"
+        )
+        return _error_output(text, "OutputTooLargeError", OUTPUT_TOO_LARGE)
+
+    async def _make_durable(self, index: int, settled: _Settled) -> _Settled:
+        """An earlier call is still running: record this result as ``tool/outcome`` now."""
+        call_seq = self._call_seqs[index]
+        assert call_seq is not None
+        message = Message.tool_result(
+            self._calls[index].id, settled.content, is_error=settled.error is not None
+        )
+        event = self.session.append(
+            "tool/outcome",
+            ToolOutcome(
+                turn=self.turn,
+                step=self.step,
+                call_id=self._calls[index].id,
+                result=message,
+                error=settled.error,
+            ),
+            sources=(call_seq,),
+        )
+        try:
+            await self.session.flush()
+        except EventLogError as exc:
+            # Committed; the step-end checkpoint retries the write and reports a failure.
+            logger.warning("agent: could not flush tool/outcome at seq %d: %s", event.seq, exc)
+        return replace(settled, outcome=event)
+
+    def _log_call(self, index: int) -> None:
+        call = self._calls[index]
+        event = self.session.append(
+            "tool/call",
+            ToolCall(
+                turn=self.turn,
+                step=self.step,
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+            ),
+            sources=self._source,
+        )
+        self._call_seqs[index] = event.seq
+
+    def _fill(self, index: int, settled: _Settled) -> None:
+        """Place a result in its slot and commit every result now due, in the model's order."""
+        self._slots[index] = settled
+        while self._committed < len(self._slots):
+            ready = self._slots[self._committed]
+            if ready is None:
+                return
+            self._commit(self._committed, ready)
+            self._committed += 1
+
+    def _commit(self, index: int, settled: _Settled) -> None:
+        call_seq = self._call_seqs[index]
+        assert call_seq is not None
+        if settled.outcome is None:
+            sources: tuple[int, ...] = (call_seq,)
+            message = Message.tool_result(
+                self._calls[index].id, settled.content, is_error=settled.error is not None
+            )
+        else:  # answer with the message the outcome already recorded
+            sources = (call_seq, settled.outcome.seq)
+            message = settled.outcome.data.result
+        event = self.session.append(
+            "tool/result",
+            ToolResult(turn=self.turn, step=self.step, message=message, error=settled.error),
+            surface=APPEND,
+            sources=sources,
+        )
+        self._result_seqs.append(event.seq)
+
+    async def _wait(self, ready: Callable[[], bool], *, or_cancel: bool) -> None:
+        while not ready() and not (or_cancel and self.cancel.is_set()):
+            self._changed = anyio.Event()
+            await self._changed.wait()
+
+    async def _watch_cancel(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self.cancel.wait()
+            self._changed.set()
+
+
+def _settled_from(output: ToolOutput) -> _Settled:
+    if output.is_error:
+        return _Settled(
+            content=output.content,
+            error=ToolError(name="ToolError", code=output.error_code or TOOL_ERROR),
+        )
+    return _Settled(content=output.content, concludes=output.concludes_turn)

@@ -1,0 +1,165 @@
+"""``audit``: every tool call with its state, fate, error code and proving seqs; failed model
+attempts; integrity."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.text import Text
+
+from eventlog import Session
+from eventlog.stores import writer_alive
+from projections import Timeline, timeline
+from recovery import Diagnosis, scan
+
+from ...report import (
+    FAILED_FATES,
+    call_row,
+    failed_attempts,
+    fault_json,
+    session_state,
+    unknown_json,
+)
+from .._context import Context, load_session, open_cli_store
+from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._tables import Column, fitted_table
+from .base import Command, add_salvage
+
+__all__ = ("AUDIT",)
+
+_OUTCOME_STYLE = {
+    "completed": "green",
+    "recovered": "cyan",
+    "not started": "yellow",
+    "error": "magenta",
+    "outcome unknown": "red",
+}
+
+
+def _findings(diagnosis: Diagnosis) -> list[dict[str, Any]]:
+    """Integrity findings of the scan, and calls left unanswered in steps that ended."""
+    found = [{"seq": f.seq, "message": f.message} for f in diagnosis.findings]
+    for call in diagnosis.unanswered_in_closed_steps:
+        seq = call.proposed if call.proposed is not None else call.call
+        found.append(
+            {
+                "seq": seq,
+                "message": f"seq {seq}: call {call.call_id!r} of step {call.turn}.{call.step} "
+                "was never answered and its step has ended",
+            }
+        )
+    return found
+
+
+async def _run(args: argparse.Namespace, ctx: Context) -> int:
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
+        loaded = await load_session(store, args.session_id, salvage=args.salvage)
+        running = await writer_alive(store, loaded.session.id)
+    session = loaded.session
+    line = timeline(session)
+    calls = [call_row(session, call) for call in line.calls()]
+    attempts = failed_attempts(session)
+    findings = _findings(scan(session))
+    state = session_state(session, loaded.fault, running=running, unknown=loaded.unknown)
+    intact = loaded.fault is None and not findings
+    failed = [c for c in calls if c["outcome"] in FAILED_FATES]
+    # Exit 1 when anything failed or needs repair; a running session owes nothing yet.
+    ok = intact and not failed and not attempts and state != "needs repair"
+    if ctx.out.json_mode:
+        document: dict[str, Any] = {
+            "session": session.id,
+            "events": loaded.stored_events,
+            "state": state,
+            "open_turn": line.turn.number if line.turn else None,
+            "open_step": line.step.number if line.step else None,
+            "calls": calls,
+            "failed_attempts": attempts,
+            "integrity": {
+                "ok": intact,
+                "fault": fault_json(loaded.fault),
+                "findings": findings,
+            },
+        }
+        if loaded.unknown is not None:  # only then: the document's shape is otherwise as it was
+            document["unknown"] = unknown_json(loaded.unknown)
+        ctx.out.json(document)
+    else:
+        _print(ctx, session, line, calls, attempts, state)
+        if loaded.fault is not None:
+            ctx.out.line(f"integrity: FAILED: {loaded.fault}")
+        if loaded.unknown is not None:
+            ctx.out.line(
+                f"note: {loaded.unknown}: calls past it are not shown ({loaded.unknown.hint})"
+            )
+        for finding in findings:
+            ctx.out.line(f"integrity: finding: session {session.id!r}, {finding['message']}")
+        if intact:
+            ctx.out.line(f"integrity: ok, hash chain verified over {loaded.stored_events} events")
+    return EXIT_OK if ok else EXIT_FINDINGS
+
+
+#: The audit table's columns; the lowest priorities are dropped first on a narrow terminal.
+_COLUMNS = (
+    Column("call", priority=9, min_width=8),
+    Column("name", priority=8, min_width=6),
+    Column("outcome", priority=10, min_width=17),  # "error INVALID_ARGUMENTS" wraps whole
+    Column("seqs", priority=7, min_width=11),
+    Column("turn", priority=5, justify="right"),
+    Column("step", priority=4, justify="right"),
+    Column("state", priority=3),
+    Column("arguments", priority=1, min_width=12),
+)
+
+
+def _print(
+    ctx: Context,
+    session: Session,
+    line: Timeline,
+    calls: list[dict[str, Any]],
+    attempts: list[dict[str, Any]],
+    state: str,
+) -> None:
+    rows = []
+    for call in calls:
+        seqs = " ".join(f"{k}={v}" for k, v in call["seqs"].items() if v is not None)
+        outcome = call["outcome"]
+        if call["error"] is not None and outcome == "error":
+            outcome = f"error {call['error']['code']}"
+        rows.append(
+            {
+                "turn": str(call["turn"]),
+                "step": str(call["step"]),
+                "call": Text(call["call_id"]),
+                "name": Text(call["name"]),
+                "arguments": Text(call["arguments"]),
+                "state": call["state"],
+                "outcome": f"[{_OUTCOME_STYLE[call['outcome']]}]{outcome}[/]",
+                "seqs": seqs,
+            }
+        )
+    ctx.out.console.print(fitted_table(_COLUMNS, rows, ctx.out.console.width))
+    for attempt in attempts:
+        ctx.out.line(
+            f"failed model attempt: turn {attempt['turn']} step {attempt['step']} "
+            f"(seq {attempt['seq']}): {attempt['error']}"
+        )
+    if state == "running":
+        ctx.out.line(f"running: a live writer holds session {session.id!r}")
+    elif line.turn is not None:
+        step = f", step {line.step.number}" if line.step is not None else ""
+        ctx.out.line(f"open: turn {line.turn.number}{step} (eventlog recover {session.id})")
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session_id", metavar="ID")
+    add_salvage(parser)
+
+
+AUDIT = Command(
+    "audit",
+    "every tool call (state, fate with its error code, proving seqs), failed model attempts "
+    "and integrity (exit 1: something failed or needs repair)",
+    _configure,
+    _run,
+)

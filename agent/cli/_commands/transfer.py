@@ -1,0 +1,314 @@
+"""``export`` (one session as JSONL) and ``import`` (JSONL exports, or ``--from dsh`` logs)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Protocol
+
+import anyio
+import msgspec
+
+from eventlog import EventLogError, SessionNotFoundError, validate_session_id
+from eventlog.stores import GENESIS_HASH, LogLoader, LogStore, rechain, row_digests, verify_rows
+
+from .._context import Context, load_session, open_cli_store, sqlite_path, stored_record
+from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
+from .._extras import optional
+from .._jsonl import (
+    ExportedSession,
+    FormatError,
+    attachment_line,
+    event_line,
+    parse_lines,
+    session_line,
+)
+from .base import Command
+
+__all__ = ("EXPORT", "IMPORT")
+
+
+def _configure_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session_id", metavar="ID")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE instead of standard output"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("jsonl", "html", "otlp"),
+        default="jsonl",
+        help="jsonl (lossless, default), html (the session page as one file; extra: web), "
+        "otlp (a trace sent to --endpoint; extra: otel)",
+    )
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        default="http://127.0.0.1:4318/v1/traces",
+        help="with --format otlp: the OTLP/HTTP receiver (http://127.0.0.1:4318/v1/traces)",
+    )
+    parser.add_argument(
+        "--content",
+        action="store_true",
+        help="with --format otlp: include message content (off: it may be private)",
+    )
+
+
+async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
+    if args.format == "html":
+        return await _export_html(args, ctx)
+    if args.format == "otlp":
+        return await _export_otlp(args, ctx)
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
+        record = await stored_record(store, args.session_id)
+        with _target(args.output, ctx) as out:
+            out.write(session_line(record) + b"\n")
+            prev, fault = GENESIS_HASH, None
+            digests: dict[str, None] = {}
+            # Up to the head read above: a live writer's later events belong to a later export.
+            async for chunk in store.read_rows(record.id, 0, record.head + 1):
+                rows = list(chunk)
+                out.write(b"".join(event_line(row) + b"\n" for row in rows))
+                if fault is None:
+                    try:
+                        verify_rows(rows, prev, rows[0].seq, session_id=record.id)
+                        for row in rows:
+                            digests.update(
+                                dict.fromkeys(row_digests(row, store.types, session_id=record.id))
+                            )
+                    except EventLogError as exc:
+                        fault = exc
+                prev = rows[-1].hash if rows else prev
+            # The attachments the events reference travel with them (checked as they are read).
+            for digest in digests:
+                try:
+                    out.write(attachment_line(digest, await store.get_attachment(digest)) + b"\n")
+                except EventLogError as exc:
+                    fault = fault or exc
+    if fault is not None:
+        ctx.out.warn(f"{fault}; exported as stored, but `import` will refuse it")
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+async def _export_html(args: argparse.Namespace, ctx: Context) -> int:
+    web = optional("agent.web", "web", "--format html")
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
+        exported = await web.export_html(store, args.session_id)
+    with _target(args.output, ctx) as out:
+        out.write(exported.html.encode())
+    if exported.fault is not None:
+        ctx.out.warn(f"{exported.fault}; the page shows the events before it")
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
+    otel = optional("agent.otel", "otel", "--format otlp")
+    async with open_cli_store(ctx.url, types=ctx.types) as store:
+        loaded = await load_session(store, args.session_id)
+    sent = await anyio.to_thread.run_sync(
+        lambda: otel.export_otlp(loaded.session, args.endpoint, include_content=args.content)
+    )
+    if ctx.out.json_mode:
+        ctx.out.json({"session": loaded.session.id, "spans": sent, "endpoint": args.endpoint})
+    else:
+        ctx.out.line(f"sent session {loaded.session.id}: {sent} spans to {args.endpoint}")
+    if loaded.fault is not None:
+        ctx.out.warn(f"{loaded.fault}; the trace stops before it")
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+@contextmanager
+def _target(path: str | None, ctx: Context) -> Iterator[_Writable]:
+    if path is None or path == "-":
+        ctx.out.stdout.flush()
+        stream = getattr(ctx.out.stdout, "buffer", None)
+        if stream is None:  # a text-only stream (tests capturing stdout): encode ourselves
+            yield _TextBytes(ctx.out.stdout)
+        else:
+            yield stream
+            stream.flush()
+        return
+    with open(path, "wb") as file:
+        yield file
+
+
+class _Writable(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
+class _TextBytes:
+    """A bytes writer over a text stream (export lines are UTF-8 JSON)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, data: bytes) -> int:
+        return self._stream.write(data.decode())
+
+
+def _configure_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="files to import (- for stdin)")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        choices=("eventlog", "dsh"),
+        default="eventlog",
+        help="eventlog (JSONL from `export`, default) or dsh (DeepSeek Harness session logs)",
+    )
+    parser.add_argument(
+        "--as",
+        dest="as_id",
+        metavar="ID",
+        help="import the one session under this id (verified under its own, then chained anew "
+        "under this one); without it, dsh logs keep the harness's session id when it is free",
+    )
+
+
+async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
+    """Import; a database file this import created is removed again when it fails, so a
+    failed import leaves no new file behind."""
+    path = sqlite_path(ctx.url)
+    fresh = path is not None and not path.exists()
+    try:
+        if args.source == "dsh":
+            return await _import_dsh(args, ctx)
+        return await _import_exports(args, ctx)
+    except BaseException:
+        if fresh and path is not None:
+            _remove_database(path)
+        raise
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
+    sessions = [s for name in args.files for s in _read_export(name)]
+    new_id = None if args.as_id is None else validate_session_id(args.as_id)
+    if new_id is not None and len(sessions) != 1:
+        raise CliError(f"--as names one session; the files hold {len(sessions)}")
+    async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
+        # Check everything before writing anything: nothing is half-imported.
+        for exported in sessions:
+            _check(store, exported)
+        if new_id is not None:
+            sessions = [_renamed(sessions[0], new_id)]
+        for exported in sessions:
+            await _must_be_new(store, exported.record.id)
+        for exported in sessions:
+            for data in exported.attachments.values():
+                await store.put_attachment(data)
+            await store.restore(exported.record, exported.rows)
+    imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
+    if ctx.out.json_mode:
+        ctx.out.json({"imported": imported})
+    else:
+        for item in imported:
+            ctx.out.line(f"imported session {item['id']}: {item['events']} events")
+    return EXIT_OK
+
+
+def _renamed(exported: ExportedSession, new_id: str) -> ExportedSession:
+    """``exported`` (verified under its own id) under ``new_id``: the chain binds the session
+    id, so its events are chained anew (format 2), as a fork's are."""
+    record = msgspec.structs.replace(exported.record, id=new_id)
+    return dataclasses.replace(exported, record=record, rows=rechain(exported.rows, new_id))
+
+
+def _read_export(name: str) -> list[ExportedSession]:
+    try:
+        if name == "-":
+            return list(parse_lines(sys.stdin.buffer, "<stdin>"))
+        with Path(name).open("rb") as file:
+            return list(parse_lines(file, name))
+    except FormatError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _check(store: LogStore, exported: ExportedSession) -> None:
+    """Verify the chain, decode every event and replay the surface: ``open``'s own loader."""
+    sid = exported.record.id
+    where = f"line {exported.line}"
+    loader = LogLoader(store.types, sid)
+    try:
+        loader.feed(exported.rows)
+    except EventLogError as exc:
+        if exc.seq is not None and 0 <= exc.seq < len(exported.lines):
+            where = f"line {exported.lines[exc.seq]}"
+        raise CliError(f"refusing to import ({where}): {exc}") from None
+    if loader.misfit is not None:
+        # A log append would have refused (a turn opened twice, a step out of order, ...).
+        seq, why = loader.misfit
+        if 0 <= seq < len(exported.lines):
+            where = f"line {exported.lines[seq]}"
+        raise CliError(f"refusing to import ({where}): session {sid!r}, seq {seq}: {why}")
+
+
+async def _must_be_new(store: LogStore, session_id: str) -> None:
+    try:
+        await stored_record(store, session_id)
+    except SessionNotFoundError:
+        return
+    raise CliError(f"session {session_id!r} already exists in the store; nothing was imported")
+
+
+async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
+    from eventlog.importers import ImportReport, import_dsh  # only `import --from dsh` needs it
+
+    reports: list[ImportReport] = []
+    if args.as_id is not None and len(args.files) != 1:
+        raise CliError(f"--as names one session; {len(args.files)} files were given")
+    async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
+        for name in args.files:  # one at a time: each file is imported whole or not at all
+            wanted = args.as_id or await _free_dsh_id(store, name)
+            reports.append(await import_dsh(store, name, session_id=wanted))
+    if ctx.out.json_mode:
+        ctx.out.json({"imported": [msgspec.to_builtins(r) for r in reports]})
+    else:
+        for report in reports:
+            ctx.out.line(report.summary())
+    return EXIT_OK
+
+
+async def _free_dsh_id(store: LogStore, name: str) -> str | None:
+    """The harness's own session id (the header's ``id``) when it is a valid id not taken in
+    the store; else ``None`` (a random one). A header that does not parse is left to the
+    importer, which reports it with file and line."""
+    try:
+        header = msgspec.json.decode(_first_line(name))
+        harness_id = validate_session_id(header["id"])
+    except (OSError, msgspec.DecodeError, EventLogError, KeyError, TypeError, ValueError):
+        return None
+    try:
+        await stored_record(store, harness_id)
+    except SessionNotFoundError:
+        return harness_id
+    return None
+
+
+def _first_line(name: str) -> bytes:
+    with Path(name).open("rb") as file:  # one line of a local file: no need for a thread
+        return file.readline()
+
+
+EXPORT = Command(
+    "export",
+    "write a session as JSONL (every stored column; `import` restores it losslessly), as one "
+    "HTML page, or send it as an OpenTelemetry trace",
+    _configure_export,
+    _run_export,
+)
+IMPORT = Command(
+    "import",
+    "import sessions from JSONL exports (or --from dsh: DeepSeek Harness logs)",
+    _configure_import,
+    _run_import,
+)

@@ -1,0 +1,386 @@
+"""The codec: typed events to stored rows (envelope columns and bytes) and back.
+
+One long-lived encoder serves every type; each type has its own decoder (held by its
+:class:`TypeInfo`). Stores only ever see :class:`Row`. The row's ``hash`` chains every event to
+the one before it, in one of two chain formats, recorded per session by the form of its hashes:
+
+- format 1 (sessions written before format 2): the 32-byte
+  ``blake2b(prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``. It does not bind the session id: an
+  event copied from another format-1 session at the same seq, with the same predecessor,
+  verifies (a known limit of those logs; they keep opening under this rule);
+- format 2 (every session created or forked since): the byte ``0x02`` followed by the 32-byte
+  ``blake2b("eventlog chain 2" ‖ session id ‖ prev_hash ‖ seq ‖ type ‖ envelope ‖ data)``, so
+  an event verifies only in the session it was written to.
+
+A session's format is the format of its event 0; every event of a session has the same format,
+so a row of the other format inside a chain is reported as damage at its seq. A fork re-chains
+the copied events under the child's id (format 2), whatever the parent's format: the child's
+chain is its own, and it points to its parent through ``parent_id``, ``fork_seq`` and its
+``session/forked`` event.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from datetime import time as dtime
+from decimal import Decimal
+from hashlib import blake2b as _blake2b
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from ._errors import CorruptLogError, UnsupportedFormatError, ValidationError
+from ._event import APPEND, Event, Replace, SurfaceOp, Unknown
+from ._registry import EventTypes, NewerVersion, TypeInfo
+from ._strict import DEFAULT_MAX_NESTING, find_invalid, on_fresh_stack
+from ._versions import mark_version, split_version
+
+__all__ = (
+    "CHAIN_VERSION",
+    "FORMAT_VERSION",
+    "GENESIS_HASH",
+    "Row",
+    "chain_hash",
+    "chain_version_of",
+    "decode_event",
+    "encode_payload",
+    "encode_sources",
+    "encode_surface",
+    "make_row",
+    "rechain",
+    "stored_version",
+    "verify_rows",
+    "decode_surface",
+)
+
+#: Version of the database layout (tables and columns; ``meta.format_version``). The hash-chain
+#: format is versioned per session (:data:`CHAIN_VERSION`).
+FORMAT_VERSION = 1
+#: The chain format new sessions are written with.
+CHAIN_VERSION = 2
+#: The ``prev_hash`` of event 0.
+GENESIS_HASH = b""
+_V2_PREFIX = b"\x02"
+_V2_DOMAIN = b"eventlog chain 2\x1f"
+
+_encoder = msgspec.json.Encoder()
+_sources_decoder = msgspec.json.Decoder(tuple[int, ...])
+
+
+class Row(msgspec.Struct, frozen=True, array_like=True):
+    """One stored event as stores see it: envelope columns and the payload's JSON bytes."""
+
+    seq: int
+    type: str
+    time: int
+    surface: str | None
+    sources: str
+    ignorable: bool
+    data: bytes
+    hash: bytes
+
+
+def encode_payload(
+    info: TypeInfo,
+    data: Any,
+    *,
+    session_id: str,
+    seq: int,
+    max_nesting: int = DEFAULT_MAX_NESTING,
+) -> tuple[Any, bytes]:
+    """Validate ``data`` against ``info`` strictly and encode it.
+
+    ``data`` is an instance of the payload class or a dict of its fields; both are held to the
+    same rules: the value must read back from its bytes exactly as given (no ``bytes``,
+    ``UUID``, ``datetime`` or ``Decimal`` where the schema declares ``str``; see
+    :mod:`eventlog._strict` for the whole list).
+
+    Returns a fresh, validated payload instance (decoded from the bytes, so the caller's object
+    is never shared) and the stored bytes: the JSON, marked with the type's version when it is
+    past 1 (see :mod:`eventlog._versions`).
+
+    :raises ValidationError: wrong payload class, a field of the wrong type, NaN or infinity,
+        an integer beyond 64 bits, a lone surrogate, nesting deeper than ``max_nesting``;
+        the message names the path.
+    """
+    if type(data) is not info.payload:
+        if isinstance(data, msgspec.Struct) or not isinstance(data, dict):
+            also = "" if isinstance(data, msgspec.Struct) else " or a dict of its fields"
+            raise _invalid(
+                info,
+                session_id,
+                seq,
+                f"expected payload {info.payload.__name__}{also}, got {type(data).__name__}",
+            )
+    try:
+        if type(data) is info.payload and info.fast_depth <= max_nesting:
+            # The common case (an instance of a schema of JSON types that cannot nest too
+            # deep), all in msgspec's C code: encode, decode, and the result must equal what
+            # was given (a bytes, UUID, datetime or Decimal where a str is declared would read
+            # back as a str and differ); no integer of 19 digits or more (maybe beyond 64
+            # bits). A lone surrogate fails the encoding, NaN the decoding.
+            try:
+                raw = _encoder.encode(data)
+                if _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
+                    payload = info.decoder.decode(raw)
+                    if payload == data:
+                        return payload, mark_version(raw, info.version)
+            except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError):
+                pass  # the walk below explains it (or a deep caller stack: it passes)
+        # Explain (or, for a schema with bytes, datetimes ..., check) with the slower walk.
+        why = find_invalid(data, max_nesting=max_nesting, json_only=info.json_only)
+        if why is not None:
+            raise _invalid(info, session_id, seq, why)
+        try:
+            return _encode_checked(info, data)
+        except RecursionError:
+            # Nesting is bounded (checked above), so only a deep caller stack gets here.
+            return on_fresh_stack(_encode_checked, info, data)
+    except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise _invalid(info, session_id, seq, str(exc)) from exc
+
+
+#: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
+_KEPT = (bytes, bytearray, memoryview, datetime, date, dtime, timedelta, UUID, Decimal)
+#: 19 digits in a row in the JSON bytes: an integer that may not fit 64 bits (floats are
+#: written with at most 17 significant digits); a string with that many digits is checked too.
+_DIGITS_AS_NINE = bytes.maketrans(b"0123456789", b"9999999999")
+_NINETEEN_DIGITS = b"9" * 19
+
+
+def _encode_checked(info: TypeInfo, data: Any) -> tuple[Any, bytes]:
+    if info.json_only:
+        # Every leaf is a JSON value (checked): decoding the bytes is the strict check, the
+        # same for an instance and a dict.
+        raw = _encoder.encode(data)
+        return info.decoder.decode(raw), mark_version(raw, info.version)
+    # A schema with bytes, datetimes, ...: convert strictly from builtins, so an instance is
+    # held to exactly what a dict is, then insist the result reads back as given.
+    given = msgspec.to_builtins(data, builtin_types=_KEPT)
+    built = msgspec.convert(given, info.payload)
+    raw = _encoder.encode(built)
+    payload = info.decoder.decode(raw)
+    if msgspec.to_builtins(payload, builtin_types=_KEPT) != given:
+        raise ValueError("the payload does not read back from JSON as given")
+    return payload, mark_version(raw, info.version)
+
+
+def _invalid(info: TypeInfo, session_id: str, seq: int, why: str) -> ValidationError:
+    return ValidationError(
+        f"session {session_id!r}, seq {seq}, type {info.name!r}: {why}",
+        session_id=session_id,
+        seq=seq,
+    )
+
+
+def encode_surface(op: SurfaceOp | None) -> str | None:
+    """The surface column: ``None``, ``"append"`` or ``"replace:START:END"``."""
+    if op is None:
+        return None
+    if isinstance(op, Replace):
+        return f"replace:{op.start}:{op.end}"
+    return "append"
+
+
+def decode_surface(text: str | None) -> SurfaceOp | None:
+    """Inverse of :func:`encode_surface`; raises ``ValueError`` on anything else."""
+    if text is None:
+        return None
+    if text == "append":
+        return APPEND
+    kind, start, end = text.split(":")
+    if kind != "replace":
+        raise ValueError(f"unknown surface operation {text!r}")
+    return Replace(int(start), int(end))
+
+
+def encode_sources(sources: tuple[int, ...]) -> str:
+    """The sources column: a JSON array of seqs."""
+    return "[" + ",".join(map(str, sources)) + "]" if sources else "[]"
+
+
+def chain_hash(
+    prev: bytes,
+    seq: int,
+    type_: str,
+    time: int,
+    surface: str | None,
+    sources: str,
+    ignorable: bool,
+    data: bytes,
+    session_id: str | None = None,
+) -> bytes:
+    """The hash of one event given the hash of the one before it; format 2 (33 bytes, binding
+    ``session_id``) when ``session_id`` is given, else format 1 (32 bytes):
+    ``blake2b(["eventlog chain 2␟" ‖ session_id ‖ "␟" ‖] prev ‖
+    "seq␟type␟time␟surface␟sources␟ignorable␟" ‖ data)``."""
+    head = f"{seq}\x1f{type_}\x1f{time}\x1f{surface or ''}\x1f{sources}\x1f{int(ignorable)}\x1f"
+    if session_id is None:
+        return _blake2b(prev + head.encode() + data, digest_size=32).digest()
+    bound = _V2_DOMAIN + session_id.encode() + b"\x1f" + prev + head.encode() + data
+    return _V2_PREFIX + _blake2b(bound, digest_size=32).digest()
+
+
+def chain_version_of(digest: bytes) -> int:
+    """The chain format a stored hash was made with: 1, 2, or 0 when it is neither."""
+    if len(digest) == 32:
+        return 1
+    if len(digest) == 33 and digest[:1] == _V2_PREFIX:
+        return 2
+    return 0
+
+
+def make_row(
+    prev_hash: bytes,
+    seq: int,
+    type_: str,
+    time: int,
+    surface: SurfaceOp | None,
+    sources: tuple[int, ...],
+    ignorable: bool,
+    data: bytes,
+    session_id: str | None = None,
+) -> Row:
+    """Build the stored row of a committed event, chaining its hash to ``prev_hash`` (format
+    2, bound to ``session_id``, when it is given; format 1 otherwise: only for tests that
+    build old logs).
+
+    The writer builds every row through here, off the commit path.
+    """
+    surface_text = "append" if surface is APPEND else encode_surface(surface)
+    sources_text = encode_sources(sources)
+    digest = chain_hash(
+        prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data, session_id
+    )
+    return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
+
+
+def rechain(rows: list[Row], session_id: str) -> list[Row]:
+    """``rows`` (a verified prefix of another session) chained anew, format 2, under
+    ``session_id``: what a fork stores."""
+    prev, out = GENESIS_HASH, []
+    for r in rows:
+        digest = chain_hash(
+            prev, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, session_id
+        )
+        out.append(Row(r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, digest))
+        prev = digest
+    return out
+
+
+def decode_event(row: Row, types: EventTypes, *, session_id: str) -> Event:
+    """Decode one stored row into an :class:`Event` (no hash check; see :func:`verify_rows`).
+
+    :raises UnsupportedFormatError: the type is unknown and the event is not ignorable.
+    :raises CorruptLogError: the row does not decode.
+    """
+    info = types.get(row.type)
+    try:
+        if info is None:
+            if not row.ignorable:
+                raise UnsupportedFormatError(
+                    f"session {session_id!r}, seq {row.seq}: event type {row.type!r} is not "
+                    "registered and was not written as ignorable",
+                    session_id=session_id,
+                    seq=row.seq,
+                    hint="register the type with EventTypes.register before opening",
+                )
+            data: Any = Unknown(bytes(row.data))
+        else:
+            data = info.decode(row.data)
+        return Event(
+            seq=row.seq,
+            type=row.type,
+            time=row.time,
+            data=data,
+            surface=decode_surface(row.surface),
+            sources=_sources_decoder.decode(row.sources),
+            ignorable=row.ignorable,
+        )
+    except NewerVersion as exc:
+        raise UnsupportedFormatError(
+            f"session {session_id!r}, seq {row.seq}: event type {row.type!r} was written as "
+            f"version {exc.stored}, newer than version {exc.known} registered here",
+            session_id=session_id,
+            seq=row.seq,
+            hint="upgrade to the code that registers the newer version, or register it with "
+            "EventTypes.register_version",
+        ) from None
+    except (msgspec.DecodeError, ValueError) as exc:
+        raise CorruptLogError(
+            f"session {session_id!r}, seq {row.seq}: stored event of type {row.type!r} "
+            f"does not decode: {exc}",
+            session_id=session_id,
+            seq=row.seq,
+            hint="the row was altered outside eventlog; open with salvage=True to read the "
+            "events before it",
+        ) from exc
+
+
+def stored_version(data: bytes) -> int:
+    """The payload version stored bytes were written as (1 when unmarked, or malformed)."""
+    try:
+        return split_version(data)[0]
+    except ValueError:
+        return 1
+
+
+def verify_rows(rows: list[Row], prev_hash: bytes, next_seq: int, *, session_id: str) -> bytes:
+    """Check seq continuity and the hash chain of consecutive ``rows``; return the last hash.
+
+    The chain format is the one of ``prev_hash`` (of the first row when ``prev_hash`` is the
+    genesis); every row must have it.
+
+    :raises CorruptLogError: naming the first seq that fails.
+    :raises UnsupportedFormatError: event 0 has a chain format this version does not know.
+    """
+    version = chain_version_of(prev_hash if prev_hash else rows[0].hash) if rows else 0
+    if rows and version == 0 and not prev_hash:
+        first = rows[0]
+        newer = len(first.hash) == 33 and first.hash[0] > 2
+        if newer:
+            raise UnsupportedFormatError(
+                f"session {session_id!r}, seq {first.seq}: hash chain format {first.hash[0]} "
+                "is newer than this eventlog reads",
+                session_id=session_id,
+                seq=first.seq,
+                hint="upgrade eventlog to open it",
+            )
+    bound = session_id if version == 2 else None
+    for row in rows:
+        if row.seq != next_seq:
+            raise CorruptLogError(
+                f"session {session_id!r}, seq {next_seq}: expected event {next_seq}, "
+                f"found {row.seq}",
+                session_id=session_id,
+                seq=next_seq,
+                hint="events are missing or duplicated in the store",
+            )
+        expected = chain_hash(
+            prev_hash,
+            row.seq,
+            row.type,
+            row.time,
+            row.surface,
+            row.sources,
+            row.ignorable,
+            row.data,
+            bound,
+        )
+        if expected != row.hash:
+            found = chain_version_of(row.hash)
+            why = (
+                f"its hash is of chain format {found or 'unknown'}, the session's is {version}"
+                if found != version
+                else "hash mismatch, the stored event was altered or damaged"
+            )
+            raise CorruptLogError(
+                f"session {session_id!r}, seq {row.seq}: {why}",
+                session_id=session_id,
+                seq=row.seq,
+                hint="open with salvage=True to read the events before it",
+            )
+        prev_hash = row.hash
+        next_seq += 1
+    return prev_hash

@@ -1,0 +1,533 @@
+"""A session: one append-only log, its commit barrier and its flush barrier.
+
+``append`` is synchronous and does no I/O: it validates, stamps, stores the frozen event, hands
+the row to the store's write queue and tells observers. ``flush`` waits until everything
+committed before it is durable.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from time import time_ns as _time_ns
+from typing import Any, Protocol
+
+import anyio
+
+from ._codec import encode_payload
+from ._errors import (
+    ClosedError,
+    EventLogError,
+    ReentrancyError,
+    UnknownEventTypeError,
+    ValidationError,
+)
+from ._event import Append, Event, Replace, SurfaceOp
+from ._grammar import TurnGrammar
+from ._prefix import EventsView
+from ._registry import EventTypes
+from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
+from ._surface import SurfaceIndex, message_delta, plan_transition
+
+__all__ = ("EventsView", "Observer", "Session", "SessionTail", "DEFAULT_MAX_EVENT_BYTES")
+
+logger = logging.getLogger("eventlog.session")
+
+Observer = Callable[[Event], None]
+
+#: Default ceiling of one event's encoded payload.
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+
+def _fold_grammar(events: Sequence[Event]) -> TurnGrammar:
+    grammar = TurnGrammar()
+    for event in events:
+        grammar.advance(event.type, event.data)
+    return grammar
+
+
+class SessionTail(Protocol):
+    """The write side of one writable session, owned by its store's writer.
+
+    The session reads its watermarks here and hands it what it commits; only the writer
+    changes them (a durable seq only grows; a fault, once set, stays).
+    """
+
+    @property
+    def durable(self) -> int:
+        """The last seq known durable in the store."""
+        ...
+
+    @property
+    def last_hash(self) -> bytes:
+        """The chain hash of the last event turned into a row."""
+        ...
+
+    @property
+    def fault(self) -> EventLogError | None:
+        """The error that fenced the session, or ``None``."""
+        ...
+
+    def check_room(self, seq: int, nbytes: int) -> None:
+        """Refuse (raise) a commit of ``nbytes`` at ``seq`` that the store cannot take now."""
+        ...
+
+    def enqueue(self, event: Event, data: bytes) -> None:
+        """Queue a committed event and its payload bytes for writing."""
+        ...
+
+    async def flush(self, target: int) -> None:
+        """Return once ``target`` is durable (see :meth:`Session.flush` for what it raises)."""
+        ...
+
+    def forget(self) -> None:
+        """Drop the events not yet written (the session closes without them)."""
+        ...
+
+
+class _StoredTail:
+    """The tail of a session opened read-only: everything loaded is durable, nothing is
+    written."""
+
+    __slots__ = ("durable", "fault", "last_hash")
+
+    def __init__(self, durable: int, last_hash: bytes) -> None:
+        self.durable = durable
+        self.last_hash = last_hash
+        self.fault: EventLogError | None = None
+
+    def check_room(self, seq: int, nbytes: int) -> None:
+        raise ClosedError("a read-only session takes no commits")
+
+    def enqueue(self, event: Event, data: bytes) -> None:
+        raise ClosedError("a read-only session takes no commits")
+
+    async def flush(self, target: int) -> None:
+        return None
+
+    def forget(self) -> None:
+        return None
+
+
+class Session:
+    """One session's log. Get one from ``store.create()`` or ``store.open()``.
+
+    :ivar id: the session id.
+    :ivar metadata: the metadata given at creation.
+    :ivar projection_cache: per-session cache where projections keep ``(state, next_seq)``
+        (docs/architecture.md); owned by the projections layer.
+    """
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        types: EventTypes,
+        tail: SessionTail | None,
+        events: list[Event] | None = None,
+        last_hash: bytes = b"",
+        surface: SurfaceIndex | None = None,
+        metadata: dict[str, Any] | None = None,
+        read_only: bool = False,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        release: Callable[[Session], Any] | None = None,
+        max_nesting: int = DEFAULT_MAX_NESTING,
+        grammar: TurnGrammar | None = None,
+    ) -> None:
+        self.id = id
+        self.types = types
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.read_only = read_only or tail is None
+        self.max_event_bytes = max_event_bytes
+        self.max_nesting = max_nesting
+        self.projection_cache: dict[object, Any] = {}
+        #: Opened with ``salvage=True``: the error that stopped loading (naming its seq), or
+        #: ``None`` when the whole stored log loaded.
+        self.salvage_fault: EventLogError | None = None
+        self._events: list[Event] = events if events is not None else []
+        # Durable seq, chain hash and fence live in the tail, owned by the store's writer.
+        self._tail: SessionTail = (
+            tail
+            if tail is not None and not read_only
+            else _StoredTail(len(self._events) - 1, last_hash)
+        )
+        self._surface = surface if surface is not None else SurfaceIndex()
+        self._grammar = grammar if grammar is not None else _fold_grammar(self._events)
+        self._observers: list[Observer] = []
+        self._notifying = False
+        self._closed = False
+        # True whenever append must refuse (notifying, closed, read-only): one check on the hot
+        # path, beside the tail's fault; _check_writable says why.
+        self._blocked = self.read_only
+        self._release = release
+
+    # -- watermarks ----------------------------------------------------------------------------
+
+    @property
+    def head(self) -> int:
+        """The last committed seq (-1 when empty)."""
+        return len(self._events) - 1
+
+    @property
+    def durable(self) -> int:
+        """The last seq known durable in the store (``durable <= head``)."""
+        return self._tail.durable
+
+    @property
+    def surface_index(self) -> SurfaceIndex:
+        """The live surface index (read it through ``projections.surface``)."""
+        return self._surface
+
+    @property
+    def fenced(self) -> bool:
+        """True once the session can no longer write: another writer advanced the stored log
+        or took the lease (``ConflictError``), or an event could not be stored
+        (``StoreWriteError``)."""
+        return self._tail.fault is not None
+
+    # -- commit --------------------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        surface: SurfaceOp | None = None,
+        sources: Sequence[int] = (),
+        time: int | None = None,
+    ) -> Event:
+        """Commit one event and return it.
+
+        Validation order: payload against its registered type (strictly: see
+        :func:`eventlog.codec.encode_payload`); envelope (a surface operation exactly on surface
+        types, ``sources`` unique and all ``< seq``); the surface transition; ``time``; the
+        structural rules of turns and steps (``turn/start`` opens the next turn only when none
+        is open, steps open and close inside it in order, messages carry their event's role);
+        the write backlog. Only then is the event stored, queued and shown to observers. Any
+        failure leaves the session exactly as it was.
+
+        :param time: epoch milliseconds; defaults to now (never earlier than the last event).
+        :raises UnknownEventTypeError: ``type`` is not registered.
+        :raises ValidationError: the payload or envelope is invalid, the event is too large, or
+            it breaks the turn and step structure (the message names the open turn and step).
+        :raises SurfaceError: the surface operation is not allowed.
+        :raises BacklogFullError: too many bytes wait to be written.
+        :raises ReentrancyError: called from inside an observer of this session.
+        :raises ConflictError: the session is fenced.
+        :raises ClosedError: the session is closed or read-only.
+        """
+        tail = self._tail
+        if self._blocked or tail.fault is not None:
+            self._check_writable()
+        seq = len(self._events)
+        info = self.types.get(type) if isinstance(type, str) else None
+        if info is None:
+            raise UnknownEventTypeError(
+                f"session {self.id!r}, seq {seq}: event type {type!r} is not registered",
+                session_id=self.id,
+                seq=seq,
+                hint="register app types with EventTypes.register",
+            )
+        payload, raw = encode_payload(
+            info, data, session_id=self.id, seq=seq, max_nesting=self.max_nesting
+        )
+        if len(raw) > self.max_event_bytes:
+            raise ValidationError(
+                f"session {self.id!r}, seq {seq}: payload of {type!r} is {len(raw)} bytes, "
+                f"over the limit of {self.max_event_bytes}",
+                session_id=self.id,
+                seq=seq,
+            )
+        if not sources and (isinstance(surface, Append) if info.surface else surface is None):
+            sources_tuple: tuple[int, ...] = ()  # the common, valid case: nothing to check
+        else:
+            sources_tuple = self._check_envelope(seq, type, info.surface, surface, sources)
+        transition = None
+        append_delta: int | None = None
+        if isinstance(surface, Append):
+            # The common case, O(1) and with nothing to refuse: skip the general planner.
+            append_delta = message_delta(payload.message)
+        elif surface is not None:
+            transition = plan_transition(
+                self._surface,
+                seq=seq,
+                type_=type,
+                data=payload,
+                op=surface,
+                sources=sources_tuple,
+                session_id=self.id,
+                payload_of=self._payload_of,
+            )
+        if time is None:
+            stamp = _time_ns() // 1_000_000
+            if seq and stamp < self._events[-1].time:
+                stamp = self._events[-1].time  # never earlier than the event before
+        else:
+            stamp = self._given_time(seq, time)
+        misfit = self._grammar.check(type, payload)
+        if misfit is not None:
+            raise ValidationError(
+                f"session {self.id!r}, seq {seq}: {misfit}",
+                session_id=self.id,
+                seq=seq,
+                hint="turns count from 1, steps from 1 in each turn; each closes before the "
+                "next opens",
+            )
+        tail.check_room(seq, len(raw))
+        # -- commit point: nothing below may fail --
+        event = Event(
+            seq=seq,
+            type=type,
+            time=stamp,
+            data=payload,
+            surface=surface,
+            sources=sources_tuple,
+            ignorable=info.ignorable,
+        )
+        self._events.append(event)
+        self._grammar.advance(type, payload)
+        if append_delta is not None:
+            self._surface.append_node(seq, append_delta)
+        elif transition is not None:
+            self._surface.apply(transition)
+        tail.enqueue(event, raw)
+        if self._observers:
+            self._notify(event)
+        return event
+
+    def _check_writable(self) -> None:
+        if self._notifying:
+            raise ReentrancyError(
+                f"session {self.id!r}: append called from inside an observer",
+                session_id=self.id,
+                seq=len(self._events),
+                hint="schedule the append after the observer returns",
+            )
+        self.raise_if_fenced()
+        if self._closed:
+            raise ClosedError(f"session {self.id!r} is closed", session_id=self.id)
+        if self.read_only:
+            raise ClosedError(
+                f"session {self.id!r} is read-only (opened for reading or with salvage=True)",
+                session_id=self.id,
+            )
+
+    def _check_envelope(
+        self,
+        seq: int,
+        type_: str,
+        is_surface_type: bool,
+        surface: SurfaceOp | None,
+        sources: Sequence[int],
+    ) -> tuple[int, ...]:
+        where = f"session {self.id!r}, seq {seq}, type {type_!r}"
+        if surface is not None and not isinstance(surface, Append | Replace):
+            raise ValidationError(
+                f"{where}: surface must be APPEND, Replace(start, end) or None, got {surface!r}",
+                session_id=self.id,
+                seq=seq,
+            )
+        if isinstance(surface, Replace) and not (
+            type(surface.start) is int and type(surface.end) is int
+        ):
+            # A bool would pass as a seq here and be stored as 'replace:False:False'.
+            raise ValidationError(
+                f"{where}: Replace start and end must be ints (seqs), got {surface!r}",
+                session_id=self.id,
+                seq=seq,
+            )
+        if is_surface_type and surface is None:
+            raise ValidationError(
+                f"{where}: a surface type needs a surface operation (APPEND or Replace)",
+                session_id=self.id,
+                seq=seq,
+            )
+        if not is_surface_type and surface is not None:
+            raise ValidationError(
+                f"{where}: only user/message, assistant/message and tool/result take a "
+                "surface operation",
+                session_id=self.id,
+                seq=seq,
+            )
+        if not sources:
+            return ()
+        try:
+            result = tuple(sources)
+        except TypeError:
+            raise ValidationError(
+                f"{where}: sources must be a sequence of seqs, got {type(sources).__name__}",
+                session_id=self.id,
+                seq=seq,
+            ) from None
+        for source in result:
+            if type(source) is not int or not 0 <= source < seq:
+                raise ValidationError(
+                    f"{where}: source {source!r} is not the seq of an earlier event (0..{seq - 1})",
+                    session_id=self.id,
+                    seq=seq,
+                )
+        if len(set(result)) != len(result):
+            raise ValidationError(
+                f"{where}: sources {list(result)} name the same event twice",
+                session_id=self.id,
+                seq=seq,
+            )
+        return result
+
+    def _given_time(self, seq: int, time: object) -> int:
+        """An explicitly given time, checked."""
+        if type(time) is not int or not 0 <= time <= INT64_MAX:
+            raise ValidationError(
+                f"session {self.id!r}, seq {seq}: time {time!r} is not epoch milliseconds "
+                "(an int from 0 to 2**63 - 1)",
+                session_id=self.id,
+                seq=seq,
+            )
+        return time
+
+    @property
+    def grammar(self) -> TurnGrammar:
+        """Where the log stands structurally (open turn and step); read-only for callers."""
+        return self._grammar
+
+    def _payload_of(self, seq: int) -> Any:
+        return self._events[seq].data
+
+    def _notify(self, event: Event) -> None:
+        self._notifying = True
+        self._blocked = True
+        try:
+            for observer in tuple(self._observers):
+                try:
+                    observer(event)
+                except Exception:
+                    # Contained: an observer never undoes or blocks a commit.
+                    logger.exception(
+                        "eventlog: observer %r failed on session %r seq %d",
+                        observer,
+                        self.id,
+                        event.seq,
+                    )
+        finally:
+            self._notifying = False
+            self._blocked = self.read_only or self._closed
+
+    # -- flush and lifecycle -------------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Return when every event committed before this call is durable.
+
+        Concurrent callers share one write round (group commit).
+
+        :raises StoreWriteError: the write failed; the events stay queued for the next flush.
+        :raises ConflictError: another writer advanced the stored log (the session is fenced).
+        :raises ClosedError: the session (or its store) was closed.
+        """
+        if self._closed:
+            raise ClosedError(f"session {self.id!r} is closed", session_id=self.id)
+        head = len(self._events) - 1
+        if self.read_only or self._tail.durable >= head:
+            self.raise_if_fenced()
+            return
+        await self._tail.flush(head)
+
+    async def aclose(self) -> None:
+        """Flush, then release the writer lease; further appends raise ``ClosedError``.
+
+        Shielded from cancellation; idempotent. If the flush fails the session stays open
+        (nothing is dropped) and the error propagates, so the caller can retry. Closing the
+        store closes it regardless: its unwritten events are then discarded and its lease
+        released (see ``Store.aclose``).
+
+        :raises StoreWriteError: the final flush failed.
+        """
+        if self._closed:
+            return
+        with anyio.CancelScope(shield=True):
+            if not self.read_only and not self.fenced:
+                await self.flush()
+            self._closed = True
+            self._blocked = True
+            if self._release is not None:
+                await self._release(self)
+
+    def close_unflushed(self) -> None:
+        """Close without writing (the store closes while its writes fail): the events after
+        ``durable`` are dropped from the write queue; appends and flushes raise ``ClosedError``.
+        The caller releases the lease."""
+        self._closed = True
+        self._blocked = True
+        self._tail.forget()
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def events(self, from_seq: int = 0) -> EventsView:
+        """The committed events from ``from_seq`` on, as an immutable view (O(1)).
+
+        :raises ValidationError: ``from_seq`` is not an int.
+        """
+        if type(from_seq) is not int:
+            raise ValidationError(
+                f"session {self.id!r}: from_seq must be an int (a seq), got {from_seq!r}",
+                session_id=self.id,
+            )
+        return EventsView(self._events, max(0, from_seq), len(self._events))
+
+    def event(self, seq: int) -> Event:
+        """The committed event ``seq`` (O(1), allocates nothing: projections read one new
+        event after each commit on their hot path).
+
+        :raises IndexError: ``seq`` is not between 0 and ``head``.
+        :raises ValidationError: ``seq`` is not an int.
+        """
+        if type(seq) is not int:
+            raise ValidationError(
+                f"session {self.id!r}: seq must be an int, got {seq!r}", session_id=self.id
+            )
+        if seq < 0:
+            raise IndexError(f"session {self.id!r}: seq {seq} is not committed")
+        return self._events[seq]
+
+    def subscribe(self, callback: Observer) -> Callable[[], None]:
+        """Call ``callback(event)`` after each commit; returns the function that unsubscribes.
+
+        An observer that raises is logged and ignored; it cannot append to this session.
+
+        :raises ValidationError: ``callback`` is not callable.
+        """
+        if not callable(callback):
+            raise ValidationError(
+                f"session {self.id!r}: an observer must be callable, got {callback!r}",
+                session_id=self.id,
+            )
+        self._observers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._observers:
+                self._observers.remove(callback)
+
+        return unsubscribe
+
+    # -- the write side -------------------------------------------------------------------------
+
+    def raise_if_fenced(self) -> None:
+        """Raise (a fresh copy of) the error that fenced the session, if any."""
+        fault = self._tail.fault
+        if fault is not None:
+            raise type(fault)(fault.message, session_id=self.id, seq=fault.seq, hint=fault.hint)
+
+    @property
+    def last_hash(self) -> bytes:
+        """The chain hash of the last event handed to the store (after ``flush``: the last
+        committed event). Hashes are computed by the writer, off the commit path."""
+        return self._tail.last_hash
+
+    def __repr__(self) -> str:
+        state = " fenced" if self.fenced else " closed" if self._closed else ""
+        return f"<Session {self.id!r} head={self.head} durable={self._tail.durable}{state}>"

@@ -1,0 +1,246 @@
+"""The core event vocabulary: payload classes for every core event type.
+
+Type names and field names are part of the on-disk format: never rename them. New fields get
+defaults; a field's type never changes (msgspec's schema-evolution rules).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from ._message import Message
+
+__all__ = (
+    "CORE_TYPES",
+    "SURFACE_TYPES",
+    "AssistantAttempt",
+    "AssistantMessage",
+    "CompactionEnd",
+    "CompactionStart",
+    "CompactionSummary",
+    "FinishReason",
+    "InboxItem",
+    "InboxSpliced",
+    "InboxTarget",
+    "RequestHeader",
+    "SessionForked",
+    "StepEnd",
+    "StepStart",
+    "ToolCall",
+    "ToolError",
+    "ToolOutcome",
+    "ToolResult",
+    "ToolSpec",
+    "TurnEnd",
+    "TurnEndReason",
+    "TurnStart",
+    "Usage",
+    "UserMessage",
+)
+
+TurnEndReason = Literal["completed", "aborted", "blocked", "error", "max-tokens", "interrupted"]
+FinishReason = Literal["stop", "tool-calls", "max-tokens", "error", "canceled"]
+InboxTarget = Literal["next-turn", "next-step"]
+
+
+class _Payload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=False, gc=False):
+    """Base of every payload: frozen, keyword-only, unknown fields tolerated on read.
+
+    ``gc=False``: payloads are frozen trees decoded from JSON, so they cannot form reference
+    cycles; not tracking them keeps the garbage collector off the load and commit paths.
+    """
+
+
+class TurnStart(_Payload, frozen=True, kw_only=True):
+    """A turn begins. Turns count from 1."""
+
+    turn: int
+
+
+class TurnEnd(_Payload, frozen=True, kw_only=True):
+    """A turn ends; ``interrupted`` is written only by recovery."""
+
+    turn: int
+    reason: TurnEndReason
+
+
+class StepStart(_Payload, frozen=True, kw_only=True):
+    """A step (one model request and its tools) begins. Steps count from 1 in each turn."""
+
+    turn: int
+    step: int
+
+
+class StepEnd(_Payload, frozen=True, kw_only=True):
+    """A step ends."""
+
+    turn: int
+    step: int
+
+
+class UserMessage(_Payload, frozen=True, kw_only=True):
+    """A user (or checkpoint) message on the surface."""
+
+    message: Message
+
+
+class Usage(_Payload, frozen=True, kw_only=True):
+    """Token accounting reported by the model provider. ``cache_write_tokens`` are the input
+    tokens written to the provider's prompt cache by this request (Anthropic's
+    ``cache_creation_input_tokens``), where the provider reports them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class AssistantMessage(_Payload, frozen=True, kw_only=True):
+    """A settled model reply. ``interrupted`` marks a reply cut short (cancel, max tokens)."""
+
+    turn: int
+    step: int
+    message: Message
+    finish: FinishReason = "stop"
+    usage: Usage | None = None
+    interrupted: bool = False
+
+
+class AssistantAttempt(_Payload, frozen=True, kw_only=True):
+    """A settled model attempt that produced nothing model-visible (e.g. failed before output)."""
+
+    turn: int
+    step: int
+    error: str | None = None
+
+
+class ToolCall(_Payload, frozen=True, kw_only=True):
+    """A tool body is about to run. Logged (and flushed) before the body starts."""
+
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+class ToolError(_Payload, frozen=True, kw_only=True):
+    """A machine-readable error classification of a tool result."""
+
+    name: str
+    code: str
+
+
+class ToolOutcome(_Payload, frozen=True, kw_only=True):
+    """A tool body finished; its result is durable before its turn in the model's order comes."""
+
+    turn: int
+    step: int
+    call_id: str
+    result: Message
+    error: ToolError | None = None
+
+
+class ToolResult(_Payload, frozen=True, kw_only=True):
+    """The answer to one tool call, on the surface, in the model's order."""
+
+    turn: int
+    step: int
+    message: Message
+    error: ToolError | None = None
+
+
+class ToolSpec(_Payload, frozen=True, kw_only=True):
+    """A tool as offered to the model: name, description and JSON-schema parameters."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class RequestHeader(_Payload, frozen=True, kw_only=True):
+    """What changed in the model request since the last header; ``None`` means unchanged."""
+
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] | None = None
+    model: str | None = None
+    params: dict[str, Any] | None = None
+
+
+class InboxItem(_Payload, frozen=True, kw_only=True):
+    """One queued input. ``wake`` false means it waits for the next step without starting one."""
+
+    id: str
+    message: Message
+    request_id: str | None = None
+    wake: bool = True
+
+
+class InboxSpliced(_Payload, frozen=True, kw_only=True):
+    """Splice of one inbox list: remove ``removed`` items at ``start``, insert ``inserted``.
+
+    ``outcome`` says why items were removed: ``claimed`` (taken by a step) or ``canceled``
+    (withdrawn by the user).
+    """
+
+    target: InboxTarget
+    start: int
+    removed: int = 0
+    inserted: tuple[InboxItem, ...] = ()
+    outcome: Literal["claimed", "canceled"] | None = None
+
+
+class CompactionStart(_Payload, frozen=True, kw_only=True):
+    """A compaction of the surface span ``[start, end]`` (seqs of current nodes) begins."""
+
+    start: int
+    end: int
+    trigger: Literal["auto", "manual"] = "auto"
+
+
+class CompactionSummary(_Payload, frozen=True, kw_only=True):
+    """The summary produced for a compaction."""
+
+    text: str
+    usage: Usage | None = None
+
+
+class CompactionEnd(_Payload, frozen=True, kw_only=True):
+    """A compaction ends; ``checkpoint`` is the seq of the replacing message when completed."""
+
+    outcome: Literal["completed", "aborted"] = "completed"
+    checkpoint: int | None = None
+
+
+class SessionForked(_Payload, frozen=True, kw_only=True):
+    """This session was forked from ``parent`` after its event ``boundary``."""
+
+    parent: str
+    boundary: int
+
+
+#: Type name → payload class for every core type.
+CORE_TYPES: dict[str, type[msgspec.Struct]] = {
+    "turn/start": TurnStart,
+    "turn/end": TurnEnd,
+    "step/start": StepStart,
+    "step/end": StepEnd,
+    "user/message": UserMessage,
+    "assistant/message": AssistantMessage,
+    "assistant/attempt": AssistantAttempt,
+    "tool/call": ToolCall,
+    "tool/outcome": ToolOutcome,
+    "tool/result": ToolResult,
+    "request/header": RequestHeader,
+    "agent/inbox/spliced": InboxSpliced,
+    "compaction/start": CompactionStart,
+    "compaction/summary": CompactionSummary,
+    "compaction/end": CompactionEnd,
+    "session/forked": SessionForked,
+}
+
+#: The types whose ``message`` the model sees; only they carry a surface operation.
+SURFACE_TYPES: frozenset[str] = frozenset({"user/message", "assistant/message", "tool/result"})

@@ -1,0 +1,161 @@
+"""``repair(session)``: append the closers a crash left owing, then flush (docs/recovery.md).
+
+In order, continuing the seq and reusing the last event's time (so a repair is deterministic):
+
+1. one ``tool/result`` per dangling call of the open step, in the order the model proposed them:
+   the recorded result when a ``tool/outcome`` was logged (marked as written by recovery),
+   ``TOOL_OUTCOME_UNKNOWN`` when only the ``tool/call`` was, ``TOOL_NOT_STARTED`` otherwise;
+2. ``step/end`` for the open step;
+3. ``turn/end {reason: interrupted}`` for the open turn.
+
+Calls left unanswered in closed steps are reported by :func:`~recovery.scan`, never answered.
+A second repair finds nothing open and appends nothing.
+"""
+
+from __future__ import annotations
+
+from time import time_ns
+
+import msgspec
+
+from eventlog import (
+    APPEND,
+    Message,
+    MessageSource,
+    Session,
+    StepEnd,
+    ToolError,
+    ToolOutcome,
+    ToolResult,
+    ToolResultPart,
+    TurnEnd,
+)
+
+from ._codes import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from ._diagnosis import DanglingCall, Diagnosis, scan
+
+__all__ = (
+    "RepairReport",
+    "not_started_text",
+    "outcome_unknown_text",
+    "repair",
+)
+
+_RECOVERY = MessageSource(kind="recovery")
+
+
+def outcome_unknown_text(name: str, call_id: str) -> str:
+    """What the model is told about a call that may have run."""
+    return (
+        f"The tool call {name} (id {call_id}) was interrupted: the process stopped after the "
+        "call started and before its result was recorded, so it may or may not have run. "
+        "Retry it only if it is read-only or idempotent. Otherwise, first check the external "
+        "state it would have changed, and do not repeat it if it already took effect."
+    )
+
+
+def not_started_text(name: str, call_id: str) -> str:
+    """What the model is told about a call that never started."""
+    return (
+        f"The tool call {name} (id {call_id}) never started: the process stopped before it "
+        "ran, so it had no effect. It is safe to retry it if it is still needed."
+    )
+
+
+class RepairReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What :func:`repair` did.
+
+    :ivar diagnosis: the scan the repair acted on.
+    :ivar appended: seqs of the closers appended, in order (empty when nothing was open).
+    :ivar ran_at: when the repair ran, wall-clock epoch milliseconds. The closers themselves
+        carry the last event's time (so a repair is deterministic); this is the one record of
+        when it happened.
+    """
+
+    diagnosis: Diagnosis
+    appended: tuple[int, ...] = ()
+    ran_at: int | None = None
+
+    @property
+    def repaired(self) -> bool:
+        """True when closers were appended."""
+        return bool(self.appended)
+
+
+async def repair(session: Session) -> RepairReport:
+    """Close what a crash left open in ``session``, then flush.
+
+    :raises ClosedError: the session is read-only or closed (nothing is appended).
+    :raises ConflictError: the session is fenced (nothing is appended).
+    :raises StoreWriteError: the closers were committed but could not be written; calling
+        ``repair`` (or ``flush``) again retries the write and appends nothing new.
+    """
+    ran_at = time_ns() // 1_000_000
+    diagnosis = scan(session)
+    appended: list[int] = []
+    if diagnosis.needs_repair:
+        session.raise_if_fenced()
+        time = session.events()[-1].time
+        for dangling in diagnosis.dangling:
+            data, sources = _answer(session, dangling)
+            event = session.append("tool/result", data, surface=APPEND, sources=sources, time=time)
+            appended.append(event.seq)
+        step = diagnosis.open_step
+        if step is not None:
+            closer = StepEnd(turn=step.turn, step=step.number)
+            appended.append(session.append("step/end", closer, time=time).seq)
+        turn = diagnosis.open_turn
+        if turn is not None:
+            ending = TurnEnd(turn=turn.number, reason="interrupted")
+            appended.append(session.append("turn/end", ending, time=time).seq)
+    await session.flush()
+    return RepairReport(diagnosis=diagnosis, appended=tuple(appended), ran_at=ran_at)
+
+
+def _answer(session: Session, dangling: DanglingCall) -> tuple[ToolResult, tuple[int, ...]]:
+    """The ``tool/result`` answering one dangling call, and the seqs it cites."""
+    call = dangling.call
+    if dangling.kind == "completed":
+        assert call.outcome is not None
+        outcome: ToolOutcome = session.events()[call.outcome].data
+        sources = tuple(s for s in (call.call, call.outcome) if s is not None)
+        message = _recovered_message(outcome, call.call_id)
+        data = ToolResult(turn=call.turn, step=call.step, message=message, error=outcome.error)
+        return data, sources
+    if dangling.kind == "started":
+        assert call.call is not None
+        text = outcome_unknown_text(call.name, call.call_id)
+        error = ToolError(name="ToolOutcomeUnknownError", code=TOOL_OUTCOME_UNKNOWN)
+        sources = (call.call,)
+    else:
+        assert call.proposed is not None
+        text = not_started_text(call.name, call.call_id)
+        error = ToolError(name="ToolNotStartedError", code=TOOL_NOT_STARTED)
+        sources = (call.proposed,)
+    message = Message(
+        id=_message_id(session, call.call_id),
+        role="tool",
+        content=(ToolResultPart(call_id=call.call_id, content=text, is_error=True),),
+        source=_RECOVERY,
+    )
+    return ToolResult(turn=call.turn, step=call.step, message=message, error=error), sources
+
+
+def _recovered_message(outcome: ToolOutcome, call_id: str) -> Message:
+    """The recorded result, answering ``call_id``, marked as written by recovery."""
+    recorded = outcome.result.tool_results
+    part = (
+        recorded[0]
+        if len(recorded) == 1 and recorded[0].call_id == call_id
+        else ToolResultPart(
+            call_id=call_id,
+            content=outcome.result.text or "".join(p.text for p in recorded),
+            is_error=any(p.is_error for p in recorded),
+        )
+    )
+    return Message(id=outcome.result.id, role="tool", content=(part,), source=_RECOVERY)
+
+
+def _message_id(session: Session, call_id: str) -> str:
+    # Deterministic, so repairing two copies of the same log yields the same events.
+    return f"recovery-{session.head + 1}-{call_id}"
