@@ -4,6 +4,7 @@ The log layer: the event envelope and vocabulary, the codec, :class:`Session` (c
 stores (flush). See ``docs/architecture.md`` and ``docs/guarantees.md``.
 """
 
+from ._snapshot_state import SnapshotState, register_snapshot_state
 from .errors import (
     AttachmentNotFoundError,
     BacklogFullError,
@@ -11,6 +12,7 @@ from .errors import (
     ConflictError,
     CorruptLogError,
     EventLogError,
+    EventNotLoadedError,
     ReentrancyError,
     SessionBusyError,
     SessionExistsError,
@@ -77,6 +79,7 @@ __all__ = (
     "CorruptLogError",
     "Event",
     "EventLogError",
+    "EventNotLoadedError",
     "EventTypes",
     "EventsView",
     "FilePart",
@@ -98,6 +101,7 @@ __all__ = (
     "SessionForked",
     "SessionInfo",
     "SessionNotFoundError",
+    "SnapshotState",
     "StepEnd",
     "StepStart",
     "Store",
@@ -122,4 +126,5 @@ __all__ = (
     "ValidationError",
     "attachment_digest",
     "open_store",
+    "register_snapshot_state",
 )

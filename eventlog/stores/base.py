@@ -31,6 +31,7 @@ __all__ = (
     "MaskedUrl",
     "SessionInfo",
     "SessionRecord",
+    "Snapshots",
     "ATTACHMENT_COLUMNS",
     "TABLE_COLUMNS",
     "Store",
@@ -389,6 +390,25 @@ class LeaseReader(Protocol):
     async def writer_alive(self, session_id: str) -> bool:
         """``True`` when a live writer holds the lease; ``False`` for a dead holder, a missing
         session or a lease that cannot be read (never raised)."""
+        ...
+
+
+@runtime_checkable
+class Snapshots(Protocol):
+    """A backend that stores snapshots (docs/stores.md): at most one per session, the latest.
+    Deleting a session deletes its snapshot; creating one (fork, import) stores none."""
+
+    async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
+        """Store ``data`` as the session's snapshot at ``seq``, replacing an older one, only if
+        the stored event ``seq`` has chain hash ``hash`` and no snapshot at a later seq is
+        stored; return whether it was stored. Its own small transaction, durable on return.
+
+        :raises StoreWriteError: nothing was written.
+        """
+        ...
+
+    async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
+        """The session's stored snapshot as ``(seq, hash, data)``, unchecked, or ``None``."""
         ...
 
 

@@ -21,6 +21,7 @@ from .._owners import owner_alive
 from .._writer import Batch
 from ..base import SessionInfo, SessionRecord, delete_refused, session_not_found
 from ._schema import rollback
+from ._snapshots import delete_snapshot
 
 __all__ = (
     "acquire_lease",
@@ -441,6 +442,7 @@ def delete_session(
             raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
         connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
+        delete_snapshot(connection, session_id)
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
