@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from eventlog import RequestHeader, Session, ToolSpec
+import msgspec
+
+from eventlog import Event, RequestHeader, Session, SnapshotState, ToolSpec, register_snapshot_state
 from projections import messages
+from projections.base import catch_up
 
 from .model import ModelRequest
 
@@ -53,18 +56,43 @@ class HeaderTracker:
         )
 
 
+class _HeaderFold:
+    """The header in force as a fold over the log, cached on the session (and carried by its
+    snapshots, so a session opened from one knows it without reading older events)."""
+
+    key = "agent.request_header"
+
+    def initial(self) -> _Header:
+        return (None, None, None, None)
+
+    def apply(self, state: _Header, event: Event) -> _Header:
+        if event.type != "request/header":
+            return state
+        data: RequestHeader = event.data
+        system, tools, model, params = state
+        return (
+            data.system if data.system is not None else system,
+            data.tools if data.tools is not None else tools,
+            data.model if data.model is not None else model,
+            data.params if data.params is not None else params,
+        )
+
+
+_HEADER = _HeaderFold()
+_header_decoder = msgspec.msgpack.Decoder(_Header)
+
+register_snapshot_state(
+    SnapshotState(
+        key=_HEADER.key,
+        version=1,
+        encode=msgspec.msgpack.encode,
+        decode=_header_decoder.decode,
+        initial=_HEADER.initial,
+        apply=_HEADER.apply,
+    )
+)
+
+
 def last_header(session: Session) -> _Header:
     """The header in force at the end of the log (a field never set stays ``None``)."""
-    system: str | None = None
-    tools: tuple[ToolSpec, ...] | None = None
-    model: str | None = None
-    params: dict[str, Any] | None = None
-    for event in session.events():
-        if event.type != "request/header":
-            continue
-        data: RequestHeader = event.data
-        system = data.system if data.system is not None else system
-        tools = data.tools if data.tools is not None else tools
-        model = data.model if data.model is not None else model
-        params = data.params if data.params is not None else params
-    return system, tools, model, params
+    return catch_up(session, _HEADER)

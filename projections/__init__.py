@@ -9,6 +9,7 @@ types they return. The machinery for writing a projection of your own lives in
 in ``projections.inbox_splices``; the inbox fold in ``projections.inbox``.
 """
 
+from ._snapshot_states import register as _register_snapshot_states
 from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
 from .inbox import Inbox, inbox
 from .messages import MessagesView, messages
@@ -30,6 +31,8 @@ from .timeline import (
     ToolCallState,
     timeline,
 )
+
+_register_snapshot_states()
 
 __all__ = (
     "Attachments",

@@ -140,10 +140,25 @@ class Store(Protocol):
         """
         ...
 
-    async def open(self, session_id: str, *, salvage: bool = False, wait: float = 0.0) -> Session:
-        """Load a session for writing: take the session's writer lease, decode every event,
-        verify the hash chain and that the events end at the session's stored head, rebuild
-        the surface index.
+    async def open(
+        self,
+        session_id: str,
+        *,
+        salvage: bool = False,
+        wait: float = 0.0,
+        verify: str = "snapshot",
+    ) -> Session:
+        """Load a session for writing: take the session's writer lease, load its events,
+        verify that they end at the session's stored head, rebuild the surface index.
+
+        ``verify="snapshot"`` (the default): start from the session's latest stored snapshot
+        when it matches the stored chain (its hash is the stored event's at its seq), then
+        decode and verify the hash chain of every event after it; the session holds in memory
+        only those and the events on the surface (older ones: ``session.read_events``). A
+        snapshot that does not match, does not decode or is of an unknown format is ignored
+        and reported in ``session.snapshot_fault`` (the whole log is replayed instead).
+        ``verify="full"``: decode every event and verify the whole hash chain, as
+        ``eventlog verify`` does, and hold every event in memory.
 
         A lease whose owner is known to be gone (a process of this host that ended, or a
         closed store of this process) is taken over at once; with ``wait`` the open waits up
@@ -157,7 +172,8 @@ class Store(Protocol):
         :raises SessionBusyError: another live writer holds the lease (still, after ``wait``).
         :raises CorruptLogError: a stored event fails verification, or the stored events end
             before or after the stored head (names the first seq in doubt).
-        :raises ValidationError: ``wait`` is not a number of seconds >= 0.
+        :raises ValidationError: ``wait`` is not a number of seconds >= 0, or ``verify`` is
+            not ``"snapshot"`` or ``"full"``.
         :raises UnsupportedFormatError: a stored event has an unknown, non-ignorable type.
         """
         ...
