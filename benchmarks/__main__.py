@@ -2,7 +2,8 @@
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
 ``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver),
-``audit`` (show and serve on long sessions), ``models`` (provider adapters over a loopback
+``audit`` (show and serve on long sessions), ``open`` (open against history length, from
+snapshots), ``models`` (provider adapters over a loopback
 server), ``openai_agents`` (EventlogSession against the SDK's SQLiteSession).
 Without a suite name every suite but ``peers`` runs (``make bench`` runs ``peers`` too).
 Each figure is the median of several runs with its min–max spread.
@@ -28,6 +29,7 @@ SUITES = {
     "audit": "benchmarks.audit_bench",
     "models": "benchmarks.models_bench",
     "openai_agents": "benchmarks.openai_agents_bench",
+    "open": "benchmarks.open_bench",
 }
 DEFAULT = (
     "core",
@@ -39,6 +41,7 @@ DEFAULT = (
     "langgraph",
     "models",
     "openai_agents",
+    "open",
 )
 
 

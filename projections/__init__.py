@@ -12,7 +12,7 @@ in ``projections.inbox_splices``; the inbox fold in ``projections.inbox``.
 from ._snapshot_states import register as _register_snapshot_states
 from .formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
 from .inbox import Inbox, inbox
-from .messages import MessagesView, messages
+from .messages import MessagesView, messages, messages_at
 from .requests import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
     anthropic_request,
@@ -30,6 +30,7 @@ from .timeline import (
     Timeline,
     ToolCallState,
     timeline,
+    timeline_at,
 )
 
 _register_snapshot_states()
@@ -54,8 +55,10 @@ __all__ = (
     "ToolCallState",
     "inbox",
     "messages",
+    "messages_at",
     "surface",
     "timeline",
+    "timeline_at",
     "to_anthropic",
     "to_openai",
     "to_openai_responses",

@@ -75,14 +75,14 @@ def _decode_timeline(data: bytes) -> TimelineState:
 
 class _Inbox(msgspec.Struct, array_like=True, frozen=True):
     seq: int
-    lists: dict[InboxTarget, list[msgspec.Raw]]
+    lists: dict[InboxTarget, list[bytes]]  # each item's JSON
     ids: list[str]
     requests: dict[str, int]
 
 
 def _encode_inbox(state: InboxState) -> bytes:
     lists = {
-        target: [msgspec.Raw(msgspec.json.encode(item)) for item in items]
+        target: [msgspec.json.encode(item) for item in items]
         for target, items in state.lists.items()
     }
     return msgspec.msgpack.encode(

@@ -33,6 +33,7 @@ __all__ = (
     "SessionRecord",
     "Snapshots",
     "ATTACHMENT_COLUMNS",
+    "SNAPSHOT_COLUMNS",
     "TABLE_COLUMNS",
     "Store",
     "delete_refused",
@@ -54,6 +55,8 @@ TABLE_COLUMNS: dict[str, frozenset[str]] = {
 #: The table a store creates with its first attachment; one of this name without these columns
 #: is another application's, and is refused in the same way.
 ATTACHMENT_COLUMNS: frozenset[str] = frozenset({"digest", "data"})
+#: Likewise for the snapshots table, created with a session's first snapshot.
+SNAPSHOT_COLUMNS: frozenset[str] = frozenset({"session_id", "seq", "hash", "data"})
 
 
 def session_not_found(session_id: str) -> SessionNotFoundError:

@@ -321,7 +321,12 @@ class LogStore(Store):
         None)``, ``(None, None)`` when there is none, or ``(None, why)`` when it cannot be
         used (logged; the caller replays the whole log instead)."""
         assert isinstance(self.backend, Snapshots)
-        stored = await self.backend.read_snapshot(sid)
+        try:
+            stored = await self.backend.read_snapshot(sid)
+        except EventLogError as exc:
+            fault = f"snapshot not read: {exc}"
+            logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
+            return None, fault
         if stored is None:
             return None, None
         seq, digest, data = stored
@@ -368,6 +373,12 @@ class LogStore(Store):
         missing = [spec for spec in snapshot_states() if spec.key not in states]
         if not missing:
             return states
+        logger.info(
+            "eventlog: session %r: state(s) %s not in the snapshot: rebuilt from events 0..%d",
+            sid,
+            ", ".join(spec.key for spec in missing),
+            restored.seq,
+        )
         folded = {spec.key: spec.initial() for spec in missing}
         async for event in self.read(sid, 0, restored.seq + 1):
             for spec in missing:
