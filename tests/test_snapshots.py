@@ -72,8 +72,9 @@ def _step(session: Session, turn: int, step: int, calls: int, *, answer: bool = 
     ids = [f"c{turn}-{step}-{i}" for i in range(calls)]
     parts = tuple(ToolCallPart(id=i, name="read", arguments="{}") for i in ids)
     message = Message.assistant(f"step {step} of turn {turn}", tool_calls=parts)
-    finish = "tool-calls" if calls else "stop"
-    data = AssistantMessage(turn=turn, step=step, message=message, finish=finish)
+    data = AssistantMessage(
+        turn=turn, step=step, message=message, finish="tool-calls" if calls else "stop"
+    )
     session.append("assistant/message", data, surface=APPEND)
     for call_id in ids:
         session.append(
