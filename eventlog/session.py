@@ -45,7 +45,7 @@ DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
 #: ``limit`` (the store's ``read``); how a session opened from a snapshot reaches older events.
 StoredEvents = Callable[[int, int], AsyncIterator[Event]]
 #: Called by ``flush`` once everything is durable and a snapshot checkpoint is due.
-Checkpoint = Callable[["Session"], None]
+_Checkpoint = Callable[["Session"], None]
 #: No checkpoint due (snapshots off).
 _NEVER = 2**63
 
@@ -183,7 +183,7 @@ class Session:
         base: int = 0,
         pinned: Mapping[int, Event] | None = None,
         stored: StoredEvents | None = None,
-        checkpoint: Checkpoint | None = None,
+        checkpoint: _Checkpoint | None = None,
         snapshot_every: int = 0,
     ) -> None:
         self.id = id

@@ -68,7 +68,7 @@ from .base import (
     Store,
 )
 
-__all__ = ("LogStore", "lease_owner")
+__all__ = ("DEFAULT_SNAPSHOT_EVERY", "LogStore", "lease_owner")
 
 logger = logging.getLogger("eventlog.store")
 
