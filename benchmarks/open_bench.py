@@ -9,7 +9,9 @@ Figures per size, medians of several opens, each in a new store:
 - ``open`` (from the latest snapshot): time, and peak memory as the peak of Python allocations
   traced by ``tracemalloc`` during the open (a separate run: tracing slows it);
 - ``open(verify="full")``: time (the whole-chain replay, what ``open`` cost before snapshots);
-- raw ``select`` of every row plus ``msgspec`` decode of its payload, for context.
+- raw ``select`` of every row plus ``msgspec`` decode of its payload, for context;
+- the lease write alone (one durable transaction, part of every open);
+- appending and flushing 20,016 events with snapshots off and on (what they cost writers).
 
 The files are built once per run under a temporary directory; a session is reopened every
 100,000 events while it is built, so building holds at most that many events in memory.
@@ -89,6 +91,26 @@ async def _open_once(url: str, session_id: str, verify: str, trace: bool) -> tup
     return elapsed, peak
 
 
+async def _lease_write(url: str, session_id: str) -> float:
+    """Seconds of taking and releasing the writer lease: part of every ``open``, one small
+    durable transaction each (so it costs what the disk's sync costs)."""
+    async with open_store(url) as store:
+        start = time.perf_counter()
+        owner = "bench:lease"
+        await store.backend.acquire_lease(session_id, owner)
+        elapsed = time.perf_counter() - start
+        await store.backend.release_lease(session_id, owner)
+    return elapsed
+
+
+async def _write_cost(url: str, session_id: str, every: int) -> float:
+    """Seconds to append and flush 20,016 events (one flush per turn, a compaction every
+    2,000 events) with ``snapshot_every=every``: what snapshots add to the commit path."""
+    start = time.perf_counter()
+    await build(url, session_id, 20_000, snapshot_every=every)
+    return time.perf_counter() - start
+
+
 def _raw_select_decode(path: Path, session_id: str) -> float:
     types = EventTypes()
     db = sqlite3.connect(path)
@@ -112,11 +134,13 @@ def _measure(
     label: str, url: str, sid: str, size: int, runs: int, path: Path | None
 ) -> dict[str, float]:
     opens = [anyio.run(_open_once, url, sid, "snapshot", False)[0] * 1000 for _ in range(runs)]
+    leases = [anyio.run(_lease_write, url, sid) * 1000 for _ in range(runs)]
     peaks = [anyio.run(_open_once, url, sid, "snapshot", True)[1] for _ in range(min(3, runs))]
     # A full replay of 1,000,000 events takes about a minute and gigabytes: once is enough.
     full_runs = runs if size <= 100_000 else 1
     fulls = [anyio.run(_open_once, url, sid, "full", False)[0] * 1000 for _ in range(full_runs)]
     print_figure(Figure(f"{label}: open (from snapshot)", Stats(tuple(opens)), "ms"))
+    print_figure(Figure(f"{label}:   of which the lease write", Stats(tuple(leases)), "ms"))
     print_figure(Figure(f"{label}:   peak traced memory of that open", Stats(tuple(peaks)), "MiB"))
     print_figure(Figure(f"{label}: open(verify='full')", Stats(tuple(fulls)), "ms"))
     if path is not None:
@@ -151,6 +175,16 @@ def main(*, quick: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="eventlog-open-") as name:
         path = Path(name) / "open.db"
         _suite("SQLite", f"sqlite:///{path}", path, sizes, runs)
+        for every in (0, 1000):
+            url = f"sqlite:///{Path(name) / f'write-{every}.db'}"
+            costs = [anyio.run(_write_cost, url, f"w{run}", every) for run in range(3)]
+            print_figure(
+                Figure(
+                    f"SQLite: append + flush per turn, 20,016 events, snapshot_every={every}",
+                    Stats(tuple(costs)),
+                    "s",
+                )
+            )
         pg = os.environ.get("EVENTLOG_BENCH_PG")
         if pg:
             _suite("PostgreSQL", pg, None, sizes, runs)

@@ -116,14 +116,29 @@ def fold_state(session: Session, spec: SnapshotState) -> object | None:
     return state
 
 
-def encode_snapshot(session: Session) -> tuple[int, bytes, bytes]:
+def encode_snapshot(
+    session: Session, rows_cache: dict[int, Row] | None = None
+) -> tuple[int, bytes, bytes]:
     """``(seq, hash, bytes)`` of a snapshot of ``session`` at its head (which must be durable
-    and its hash known: ``session.last_hash``)."""
+    and its hash known: ``session.last_hash``).
+
+    :param rows_cache: the rows encoded for this session's previous snapshot, by seq: reused
+        (events never change) and updated to this snapshot's, so a snapshot encodes only the
+        events that reached the surface since the last one.
+    """
     head = session.head
     surface = session.surface_index
     types = session.types
     seqs = sorted({*surface.nodes, head})
-    rows = [_row(session.event(seq), types) for seq in seqs]
+    cache = rows_cache if rows_cache is not None else {}
+    rows = []
+    for seq in seqs:
+        row = cache.get(seq)
+        if row is None:
+            row = _row(session.event(seq), types)
+        rows.append(row)
+    cache.clear()
+    cache.update(zip(seqs, rows, strict=True))
     states: dict[str, tuple[int, bytes]] = {}
     for spec in snapshot_states():
         try:

@@ -131,6 +131,9 @@ class LogStore(Store):
         # Snapshot writes in flight (closing waits for them: each is a few milliseconds).
         self._snapshot_writes: set[str] = set()
         self._snapshots_idle = anyio.Event()
+        # Per open session: the rows of its last snapshot, reused by the next (see
+        # encode_snapshot); dropped when the session is released.
+        self._snapshot_rows: dict[Session, dict[int, Row]] = {}
         self._writer = Writer(
             backend.write,
             # A backend may start a write without a task switch (SQLite: a worker callback).
@@ -391,7 +394,7 @@ class LogStore(Store):
         background; a failed write is logged and ignored (the log is the truth)."""
         if session.id in self._snapshot_writes or self._task_group is None:
             return  # one in flight already: the next checkpoint writes a newer one
-        seq, digest, data = encode_snapshot(session)
+        seq, digest, data = encode_snapshot(session, self._snapshot_rows.setdefault(session, {}))
         if not self._snapshot_writes:
             self._snapshots_idle = anyio.Event()
         self._snapshot_writes.add(session.id)
@@ -464,6 +467,7 @@ class LogStore(Store):
         if self._open.get(session.id) is session:
             del self._open[session.id]
         self._writer.forget(session)
+        self._snapshot_rows.pop(session, None)
         if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
 
