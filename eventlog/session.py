@@ -622,6 +622,34 @@ class Session:
         for at in range(seq, stop):
             yield events[at - base]
 
+    async def load_history(self) -> None:
+        """Read the events before :attr:`loaded_from` from the store and hold them too, as a
+        ``verify="full"`` open would have (decoded, not re-verified: ``verify`` checks the
+        chain). Afterwards ``loaded_from`` is 0, every synchronous read works, and the
+        projections' cached states are dropped (they are rebuilt from the whole log when next
+        read: the timeline a snapshot carries knows only the calls still open). Views taken
+        before stay as they were. O(log) time and memory; nothing to do after a full load.
+
+        :raises EventNotLoadedError: the store no longer holds an event before
+            ``loaded_from``.
+        """
+        base = self._base
+        if base == 0:
+            return
+        older = [event async for event in self.read_events(0, base)]
+        if len(older) != base or any(e.seq != i for i, e in enumerate(older)):
+            raise EventNotLoadedError(
+                f"session {self.id!r}: the store returned {len(older)} of the {base} events "
+                "before the snapshot",
+                session_id=self.id,
+                seq=len(older),
+            )
+        if self._base == base:  # not loaded meanwhile by another task
+            self._events = older + self._events
+            self._base = 0
+            self._pinned = {}
+            self.projection_cache.clear()
+
     def event(self, seq: int) -> Event:
         """The committed event ``seq`` (O(1), allocates nothing: projections read one new
         event after each commit on their hot path).

@@ -196,7 +196,14 @@ async def test_every_store_resumes_a_compacted_session_from_its_snapshot(
         # Memory holds the surface and what followed the snapshot, not the log.
         held = len(resumed.pinned) + resumed.head + 1 - resumed.loaded_from
         assert held < resumed.head + 1
+        # Loading the history makes it a full session: every event, every projection rebuilt.
+        await resumed.load_history()
+        assert (resumed.loaded_from, resumed.pinned) == (0, {})
+        assert state_of(resumed) == written
         await resumed.aclose()
+        full = await store.open("s", verify="full")
+        assert list(resumed.events()) == list(full.events())
+        assert timeline(resumed) == timeline(full)
 
 
 async def test_a_stale_snapshot_is_ignored_and_reported(
