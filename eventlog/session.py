@@ -516,7 +516,11 @@ class Session:
     def _take_snapshot(self) -> None:
         """Hand the state at ``head`` (all durable) to the store's checkpoint: it captures it
         now and writes it in the background; a failure there is logged, never raised."""
-        self._next_snapshot = self.head + self._snapshot_every if self._snapshot_every else _NEVER
+        # At least as many events as the surface has nodes until the next one: a snapshot
+        # holds the surface, so this keeps what snapshots write within what the log writes
+        # (a session that never compacts gets ever rarer ones, not one log-sized per N).
+        every = self._snapshot_every
+        self._next_snapshot = self.head + max(every, len(self._surface)) if every else _NEVER
         assert self._checkpoint is not None
         try:
             self._checkpoint(self)

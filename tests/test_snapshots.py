@@ -316,3 +316,21 @@ async def test_a_kill_while_snapshots_are_written_loses_nothing(
         await resumed.aclose()
         full = await store.open("s", verify="full")
         assert state_of(full) == state
+
+
+async def test_a_session_that_never_compacts_gets_ever_rarer_snapshots() -> None:
+    # Every message stays on the surface, so each snapshot holds the whole log so far: the
+    # next one waits for at least as many new events as the surface has nodes.
+    data = MemoryData()
+    async with open_store("memory:", data=data, snapshot_every=10) as store:
+        session = await store.create(session_id="chatty")
+        written = []
+        for i in range(200):
+            session.append(
+                "user/message", UserMessage(message=Message.user(f"m{i}")), surface=APPEND
+            )
+            await session.flush()
+            stored = data.snapshots.get("chatty")
+            if stored is not None and (not written or written[-1] != stored[0]):
+                written.append(stored[0])
+    assert written == [9, 19, 39, 79, 159]
