@@ -324,7 +324,7 @@ async def test_a_session_that_never_compacts_gets_ever_rarer_snapshots() -> None
     data = MemoryData()
     async with open_store("memory:", data=data, snapshot_every=10) as store:
         session = await store.create(session_id="chatty")
-        written = []
+        written: list[int] = []
         for i in range(200):
             session.append(
                 "user/message", UserMessage(message=Message.user(f"m{i}")), surface=APPEND
