@@ -75,9 +75,12 @@ logger = logging.getLogger("eventlog.store")
 #: Seconds between attempts to take a lease while ``open(..., wait=...)`` waits for it.
 _LEASE_POLL = 0.05
 #: Default of ``snapshot_every``: a snapshot at most every this many events (and after each
-#: compaction). Writing one costs O(surface + projection state), so about a thousand events
-#: keeps it well under 1% of the work of appending them (benchmarks/OPEN.md).
-DEFAULT_SNAPSHOT_EVERY = 1000
+#: compaction). A snapshot holds the surface, so a mid-way one of a compacting session costs
+#: O(surface); at 1,000 those made appending and flushing the open benchmark's workload 20%
+#: slower, at 4,000 they are gone for it (a compaction every 2,000 events: its snapshots hold a
+#: one-node surface) and ``open`` replays at most 4,000 events after a snapshot
+#: (benchmarks/OPEN.md).
+DEFAULT_SNAPSHOT_EVERY = 4000
 _VERIFY = ("snapshot", "full")
 
 
