@@ -91,6 +91,11 @@ async def _open_once(url: str, session_id: str, verify: str, trace: bool) -> tup
     return elapsed, peak
 
 
+async def _delete(url: str, session_id: str) -> None:
+    async with open_store(url) as store:
+        await store.delete(session_id)
+
+
 async def _lease_write(url: str, session_id: str) -> float:
     """Seconds of taking and releasing the writer lease: part of every ``open``, one small
     durable transaction each (so it costs what the disk's sync costs)."""
@@ -158,6 +163,7 @@ def _suite(kind: str, url: str, path: Path | None, sizes: tuple[int, ...], runs:
         built = time.perf_counter() - start
         print(f"# {kind}: built {head + 1:,} events in {built:.0f} s", flush=True)
         medians[size] = _measure(f"{kind} {size:,} events", url, sid, size, runs, path)
+        anyio.run(_delete, url, sid)  # a PostgreSQL schema outlives the run
     small, large = min(sizes), max(sizes)
     if small != large:
         ratio = medians[large]["open"] / medians[small]["open"]
