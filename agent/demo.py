@@ -246,7 +246,7 @@ async def report(workdir: Path, killed: str) -> int:
     """Print the account from the log; return the seq after which the model next saw it all
     (its first request after recovery)."""
     async with open_store(f"sqlite:///{workdir / 'sessions.db'}") as store:
-        session = await store.open(SESSION)
+        session = await store.open(SESSION, verify="full")
         async with session:
             print("\n== The log (one line per event) ==")
             for event in session.events():

@@ -2,9 +2,10 @@
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
 ``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver),
-``audit`` (show and serve on long sessions), ``models`` (provider adapters over a loopback
-server), ``openai_agents`` (EventlogSession against the SDK's SQLiteSession), ``many`` (N
-concurrent sessions flushing at the agent's checkpoints; several minutes).
+``audit`` (show and serve on long sessions), ``open`` (open against history length, from
+snapshots), ``models`` (provider adapters over a loopback server), ``openai_agents``
+(EventlogSession against the SDK's SQLiteSession), ``many`` (N concurrent sessions flushing at
+the agent's checkpoints; several minutes).
 Without a suite name every suite but ``peers`` and ``many`` runs (``make bench`` runs ``peers``
 too).
 Each figure is the median of several runs with its min–max spread.
@@ -30,6 +31,7 @@ SUITES = {
     "audit": "benchmarks.audit_bench",
     "models": "benchmarks.models_bench",
     "openai_agents": "benchmarks.openai_agents_bench",
+    "open": "benchmarks.open_bench",
     "many": "benchmarks.many_bench",
 }
 DEFAULT = (
@@ -42,6 +44,7 @@ DEFAULT = (
     "langgraph",
     "models",
     "openai_agents",
+    "open",
 )
 
 

@@ -11,6 +11,7 @@ from ._errors import (
     ConflictError,
     CorruptLogError,
     EventLogError,
+    EventNotLoadedError,
     ReentrancyError,
     SessionBusyError,
     SessionExistsError,
@@ -41,6 +42,7 @@ from ._message import (
 from ._prefix import PrefixView
 from ._registry import EventTypes
 from ._session import EventsView, Session
+from ._snapshot_state import SnapshotState, register_snapshot_state
 from ._surface import SurfaceIndex, fold_surface
 from ._vocabulary import (
     AssistantAttempt,
@@ -84,6 +86,7 @@ __all__ = (
     "CorruptLogError",
     "Event",
     "EventLogError",
+    "EventNotLoadedError",
     "EventTypes",
     "EventsView",
     "FinishReason",
@@ -108,6 +111,7 @@ __all__ = (
     "SessionForked",
     "SessionInfo",
     "SessionNotFoundError",
+    "SnapshotState",
     "StepEnd",
     "StepStart",
     "Store",
@@ -136,5 +140,6 @@ __all__ = (
     "fold_surface",
     "new_id",
     "open_store",
+    "register_snapshot_state",
     "validate_session_id",
 )

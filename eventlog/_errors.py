@@ -13,6 +13,7 @@ __all__ = (
     "ConflictError",
     "CorruptLogError",
     "EventLogError",
+    "EventNotLoadedError",
     "ReentrancyError",
     "SessionBusyError",
     "SessionExistsError",
@@ -103,3 +104,10 @@ class ClosedError(EventLogError, RuntimeError):
 
 class AttachmentNotFoundError(EventLogError, LookupError):
     """No attachment is stored under the digest a part references."""
+
+
+class EventNotLoadedError(EventLogError, LookupError):
+    """An event older than what an open session holds in memory was asked for synchronously:
+    the session was opened from a snapshot (docs/stores.md). Read it with
+    ``session.read_events(from_seq)`` (async, from the store), or open the session with
+    ``verify="full"`` to hold every event."""

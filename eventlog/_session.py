@@ -8,9 +8,9 @@ committed before it is durable.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from time import time_ns as _time_ns
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import anyio
 
@@ -18,6 +18,7 @@ from ._codec import encode_payload
 from ._errors import (
     ClosedError,
     EventLogError,
+    EventNotLoadedError,
     ReentrancyError,
     UnknownEventTypeError,
     ValidationError,
@@ -29,7 +30,14 @@ from ._registry import EventTypes
 from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
 from ._surface import SurfaceIndex, message_delta, plan_transition
 
-__all__ = ("EventsView", "Observer", "Session", "SessionTail", "DEFAULT_MAX_EVENT_BYTES")
+__all__ = (
+    "EventsView",
+    "Observer",
+    "Session",
+    "SessionTail",
+    "DEFAULT_MAX_EVENT_BYTES",
+    "StoredEvents",
+)
 
 logger = logging.getLogger("eventlog.session")
 
@@ -37,6 +45,14 @@ Observer = Callable[[Event], None]
 
 #: Default ceiling of one event's encoded payload.
 DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+#: ``read(from_seq, limit)``: the stored events of this session from ``from_seq``, at most
+#: ``limit`` (the store's ``read``); how a session opened from a snapshot reaches older events.
+StoredEvents = Callable[[int, int], AsyncIterator[Event]]
+#: Called by ``flush`` once everything is durable and a snapshot checkpoint is due.
+_Checkpoint = Callable[["Session"], None]
+#: No checkpoint due (snapshots off).
+_NEVER = 2**63
 
 
 def _fold_grammar(events: Sequence[Event]) -> TurnGrammar:
@@ -109,6 +125,70 @@ class _StoredTail:
         return None
 
 
+class _PartialEvents(Sequence[Event]):
+    """The events from ``start`` to ``stop - 1`` of a session opened from a snapshot, some of
+    which are not in memory: indexing a held one (the surface's, and every event since the
+    snapshot) works; any other raises :class:`EventNotLoadedError`, and so does iterating past
+    one. Later appends do not show through."""
+
+    __slots__ = ("_base", "_events", "_pinned", "_session_id", "_start", "_stop")
+
+    def __init__(
+        self,
+        events: list[Event],
+        base: int,
+        pinned: Mapping[int, Event],
+        session_id: str,
+        start: int,
+        stop: int,
+    ) -> None:
+        self._events, self._base, self._pinned = events, base, pinned
+        self._session_id = session_id
+        self._start, self._stop = start, max(start, stop)
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def _at(self, seq: int) -> Event:
+        if seq >= self._base:
+            return self._events[seq - self._base]
+        event = self._pinned.get(seq)
+        if event is None:
+            raise _not_loaded(self._session_id, seq, self._base)
+        return event
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        if isinstance(index, slice):
+            return [self._at(self._start + i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("event index out of range")
+        return self._at(self._start + index)
+
+    def __iter__(self) -> Iterator[Event]:
+        for seq in range(self._start, self._stop):
+            yield self._at(seq)
+
+    def __repr__(self) -> str:
+        return f"_PartialEvents(seq {self._start}..{self._stop - 1}, in memory from {self._base})"
+
+
+def _not_loaded(session_id: str, seq: int, base: int) -> EventNotLoadedError:
+    return EventNotLoadedError(
+        f"session {session_id!r}, seq {seq}: not in memory (the session was opened from a "
+        f"snapshot; it holds the surface's events and every event from seq {base})",
+        session_id=session_id,
+        seq=seq,
+        hint="read older events with `async for e in session.read_events(from_seq)`, or open "
+        'the session with verify="full"',
+    )
+
+
 class Session:
     """One session's log. Get one from ``store.create()`` or ``store.open()``.
 
@@ -133,6 +213,11 @@ class Session:
         release: Callable[[Session], Any] | None = None,
         max_nesting: int = DEFAULT_MAX_NESTING,
         grammar: TurnGrammar | None = None,
+        base: int = 0,
+        pinned: Mapping[int, Event] | None = None,
+        stored: StoredEvents | None = None,
+        checkpoint: _Checkpoint | None = None,
+        snapshot_every: int = 0,
     ) -> None:
         self.id = id
         self.types = types
@@ -144,12 +229,26 @@ class Session:
         #: Opened with ``salvage=True``: the error that stopped loading (naming its seq), or
         #: ``None`` when the whole stored log loaded.
         self.salvage_fault: EventLogError | None = None
+        #: Why the latest stored snapshot was not used on open (it did not match the chain,
+        #: did not decode, or is of an unknown format), or ``None``; the session was then
+        #: loaded by a longer replay (docs/stores.md).
+        self.snapshot_fault: str | None = None
+        #: The seq of the snapshot this session was opened from, or ``None`` (a full replay).
+        self.snapshot_seq: int | None = None
         self._events: list[Event] = events if events is not None else []
+        # Opened from a snapshot at seq ``_base``: ``_events`` holds seqs ``_base..head``,
+        # ``_pinned`` the older events still on the surface. A full load: 0 and empty.
+        self._base = base
+        self._pinned: Mapping[int, Event] = pinned if pinned is not None else {}
+        self._stored = stored
+        self._checkpoint = checkpoint
+        self._snapshot_every = snapshot_every
+        # The head at which the next snapshot is due (after a replace: at once).
+        head = base + len(self._events) - 1
+        self._next_snapshot = head + snapshot_every if checkpoint and snapshot_every else _NEVER
         # Durable seq, chain hash and fence live in the tail, owned by the store's writer.
         self._tail: SessionTail = (
-            tail
-            if tail is not None and not read_only
-            else _StoredTail(len(self._events) - 1, last_hash)
+            tail if tail is not None and not read_only else _StoredTail(head, last_hash)
         )
         self._surface = surface if surface is not None else SurfaceIndex()
         self._grammar = grammar if grammar is not None else _fold_grammar(self._events)
@@ -166,7 +265,13 @@ class Session:
     @property
     def head(self) -> int:
         """The last committed seq (-1 when empty)."""
-        return len(self._events) - 1
+        return self._base + len(self._events) - 1
+
+    @property
+    def loaded_from(self) -> int:
+        """The first seq held in memory with every later one (0 unless opened from a
+        snapshot; then older events are read with :meth:`read_events`)."""
+        return self._base
 
     @property
     def durable(self) -> int:
@@ -219,7 +324,7 @@ class Session:
         tail = self._tail
         if self._blocked or tail.fault is not None:
             self._check_writable()
-        seq = len(self._events)
+        seq = self._base + len(self._events)
         info = self.types.get(type) if isinstance(type, str) else None
         if info is None:
             raise UnknownEventTypeError(
@@ -290,6 +395,8 @@ class Session:
             self._surface.append_node(seq, append_delta)
         elif transition is not None:
             self._surface.apply(transition)
+            if self._checkpoint is not None and transition.last >= transition.first:
+                self._next_snapshot = seq  # a replace (compaction): snapshot at the next flush
         tail.enqueue(event, raw)
         if self._observers:
             self._notify(event)
@@ -300,7 +407,7 @@ class Session:
             raise ReentrancyError(
                 f"session {self.id!r}: append called from inside an observer",
                 session_id=self.id,
-                seq=len(self._events),
+                seq=self.head + 1,
                 hint="schedule the append after the observer returns",
             )
         self.raise_if_fenced()
@@ -391,7 +498,7 @@ class Session:
         return self._grammar
 
     def _payload_of(self, seq: int) -> Any:
-        return self._events[seq].data
+        return self.event(seq).data
 
     def _notify(self, event: Event) -> None:
         self._notifying = True
@@ -425,11 +532,27 @@ class Session:
         """
         if self._closed:
             raise ClosedError(f"session {self.id!r} is closed", session_id=self.id)
-        head = len(self._events) - 1
+        head = self.head
         if self.read_only or self._tail.durable >= head:
             self.raise_if_fenced()
             return
         await self._tail.flush(head)
+        if self.head >= self._next_snapshot and self._tail.durable == self.head:
+            self._take_snapshot()
+
+    def _take_snapshot(self) -> None:
+        """Hand the state at ``head`` (all durable) to the store's checkpoint: it captures it
+        now and writes it in the background; a failure there is logged, never raised."""
+        # At least as many events as the surface has nodes until the next one: a snapshot
+        # holds the surface, so this keeps what snapshots write within what the log writes
+        # (a session that never compacts gets ever rarer ones, not one log-sized per N).
+        every = self._snapshot_every
+        self._next_snapshot = self.head + max(every, len(self._surface)) if every else _NEVER
+        assert self._checkpoint is not None
+        try:
+            self._checkpoint(self)
+        except Exception:
+            logger.exception("eventlog: session %r: taking a snapshot failed", self.id)
 
     async def aclose(self) -> None:
         """Flush, then release the writer lease; further appends raise ``ClosedError``.
@@ -467,8 +590,15 @@ class Session:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def events(self, from_seq: int = 0) -> EventsView:
-        """The committed events from ``from_seq`` on, as an immutable view (O(1)).
+    def events(self, from_seq: int = 0) -> Sequence[Event]:
+        """The committed events from ``from_seq`` on, as an immutable view (O(1)), indexed
+        from ``from_seq`` (``events()[seq]`` is event ``seq``).
+
+        A session opened from a snapshot holds in memory only the events from
+        :attr:`loaded_from` on and the older ones on the surface: for a ``from_seq`` before
+        :attr:`loaded_from` the view reads those it holds and raises
+        :class:`~eventlog.EventNotLoadedError` (naming the seq and what to call instead:
+        :meth:`read_events`) for any other, also while iterating.
 
         :raises ValidationError: ``from_seq`` is not an int.
         """
@@ -477,13 +607,86 @@ class Session:
                 f"session {self.id!r}: from_seq must be an int (a seq), got {from_seq!r}",
                 session_id=self.id,
             )
-        return EventsView(self._events, max(0, from_seq), len(self._events))
+        start = max(0, from_seq)
+        base = self._base
+        if start >= base:
+            return EventsView(self._events, start - base, len(self._events))
+        return _PartialEvents(self._events, base, self._pinned, self.id, start, self.head + 1)
+
+    async def read_events(
+        self, from_seq: int = 0, limit: int | None = None
+    ) -> AsyncIterator[Event]:
+        """Every committed event from ``from_seq`` (at most ``limit``), in seq order: those
+        before :attr:`loaded_from` streamed from the store (decoded as ``store.read`` does; the
+        chain is checked by ``verify``, not here), the rest from memory. Works on every store
+        and whatever the session was opened with; the events up to the head as of the call.
+
+        :raises ValidationError: ``from_seq`` or ``limit`` is not an int (``limit >= 0``).
+        :raises EventNotLoadedError: older events are needed and the session has no store to
+            read them from.
+        """
+        if type(from_seq) is not int or (
+            limit is not None and (type(limit) is not int or limit < 0)
+        ):
+            raise ValidationError(
+                f"session {self.id!r}: read_events takes an int from_seq and an int limit >= 0 "
+                f"or None, got {from_seq!r}, {limit!r}",
+                session_id=self.id,
+            )
+        seq, stop = max(0, from_seq), self.head + 1
+        if limit is not None:
+            stop = min(stop, seq + limit)
+        if seq < self._base:
+            if self._stored is None:
+                raise _not_loaded(self.id, seq, self._base)
+            async for event in self._stored(seq, min(stop, self._base) - seq):
+                yield event
+                seq = event.seq + 1
+            if seq < min(stop, self._base):
+                raise EventNotLoadedError(
+                    f"session {self.id!r}, seq {seq}: the store holds no such event",
+                    session_id=self.id,
+                    seq=seq,
+                )
+        events, base = self._events, self._base
+        for at in range(seq, stop):
+            yield events[at - base]
+
+    async def load_history(self) -> None:
+        """Read the events before :attr:`loaded_from` from the store and hold them too, as a
+        ``verify="full"`` open would have (decoded, not re-verified: ``verify`` checks the
+        chain). Afterwards ``loaded_from`` is 0, every synchronous read works, and the
+        projections' cached states are dropped (they are rebuilt from the whole log when next
+        read: the timeline a snapshot carries knows only the calls still open). Views taken
+        before stay as they were. O(log) time and memory; nothing to do after a full load.
+
+        :raises EventNotLoadedError: the store no longer holds an event before
+            ``loaded_from``.
+        """
+        base = self._base
+        if base == 0:
+            return
+        older = [event async for event in self.read_events(0, base)]
+        if len(older) != base or any(e.seq != i for i, e in enumerate(older)):
+            raise EventNotLoadedError(
+                f"session {self.id!r}: the store returned {len(older)} of the {base} events "
+                "before the snapshot",
+                session_id=self.id,
+                seq=len(older),
+            )
+        if self._base == base:  # not loaded meanwhile by another task
+            self._events = older + self._events
+            self._base = 0
+            self._pinned = {}
+            self.projection_cache.clear()
 
     def event(self, seq: int) -> Event:
         """The committed event ``seq`` (O(1), allocates nothing: projections read one new
         event after each commit on their hot path).
 
         :raises IndexError: ``seq`` is not between 0 and ``head``.
+        :raises EventNotLoadedError: ``seq`` is before :attr:`loaded_from` and not on the
+            surface (the session was opened from a snapshot; see :meth:`read_events`).
         :raises ValidationError: ``seq`` is not an int.
         """
         if type(seq) is not int:
@@ -492,7 +695,18 @@ class Session:
             )
         if seq < 0:
             raise IndexError(f"session {self.id!r}: seq {seq} is not committed")
-        return self._events[seq]
+        if seq >= self._base:
+            return self._events[seq - self._base]
+        event = self._pinned.get(seq)
+        if event is None:
+            raise _not_loaded(self.id, seq, self._base)
+        return event
+
+    @property
+    def pinned(self) -> Mapping[int, Event]:
+        """The events before :attr:`loaded_from` held in memory (those on the surface when
+        the session was opened from a snapshot); empty after a full load. Read-only."""
+        return self._pinned
 
     def subscribe(self, callback: Observer) -> Callable[[], None]:
         """Call ``callback(event)`` after each commit; returns the function that unsubscribes.

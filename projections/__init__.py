@@ -11,7 +11,7 @@ payloads (enqueue, claim, cancel) together in ``projections.inbox``.
 
 from ._formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
 from ._header import REQUEST_HEADER, request_header
-from ._messages import MessagesView, messages
+from ._messages import MessagesView, messages, messages_at
 from ._requests import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
     anthropic_request,
@@ -19,6 +19,7 @@ from ._requests import (
     openai_request,
     openai_tools,
 )
+from ._snapshot_states import register as _register_snapshot_states
 from ._surface import Surface, surface
 from ._timeline import (
     CallKey,
@@ -29,8 +30,11 @@ from ._timeline import (
     Timeline,
     ToolCallState,
     timeline,
+    timeline_at,
 )
 from .inbox import Inbox, inbox
+
+_register_snapshot_states()
 
 __all__ = (
     "REQUEST_HEADER",
@@ -53,9 +57,11 @@ __all__ = (
     "ToolCallState",
     "inbox",
     "messages",
+    "messages_at",
     "request_header",
     "surface",
     "timeline",
+    "timeline_at",
     "to_anthropic",
     "to_openai",
     "to_openai_responses",

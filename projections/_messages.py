@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from eventlog import Event, Message, PrefixView, Session, fold_surface
 
-from .base import events_through
+from .base import events_through, read_through
 
-__all__ = ("MessagesView", "derive", "messages")
+__all__ = ("MessagesView", "derive", "messages", "messages_at")
 
 _KEY = "projections.messages"
 
@@ -80,8 +80,20 @@ def messages(session: Session, at: int | None = None) -> MessagesView:
     return cache.view
 
 
+async def messages_at(session: Session, at: int) -> MessagesView:
+    """``messages(session, at=at)`` on any session: the events it folds are read from the
+    store where they are not in memory (a session opened from a snapshot), O(at).
+
+    :raises ValidationError: ``at`` is not between -1 and the session's head.
+    """
+    return _derive_prefix(session, await read_through(session, at))
+
+
 def _messages_at(session: Session, at: int) -> MessagesView:
-    prefix = list(events_through(session, at))
+    return _derive_prefix(session, list(events_through(session, at)))
+
+
+def _derive_prefix(session: Session, prefix: list[Event]) -> MessagesView:
     index = fold_surface(prefix, session_id=session.id)
     derived = (derive(prefix[seq]) for seq in index.nodes)
     return MessagesView([m for m in derived if m is not None])

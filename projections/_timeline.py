@@ -35,7 +35,7 @@ import msgspec
 
 from eventlog import Event, Replace, Session, ToolCallPart, ToolResultPart
 
-from .base import catch_up, events_through, fold
+from .base import catch_up, events_through, fold, read_through
 
 __all__ = (
     "CallKey",
@@ -49,6 +49,7 @@ __all__ = (
     "TimelineState",
     "ToolCallState",
     "timeline",
+    "timeline_at",
 )
 
 CallStatus = Literal["proposed", "started", "completed", "resulted"]
@@ -311,6 +312,15 @@ class TimelineProjection:
 
 #: The one timeline projection instance.
 TIMELINE = TimelineProjection()
+
+
+async def timeline_at(session: Session, at: int) -> Timeline:
+    """``timeline(session, at=at)`` on any session: the events it folds are read from the
+    store where they are not in memory (a session opened from a snapshot), O(at).
+
+    :raises ValidationError: ``at`` is not between -1 and the session's head.
+    """
+    return Timeline(fold(TIMELINE, await read_through(session, at)))
 
 
 def timeline(session: Session, *, at: int | None = None) -> Timeline:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from eventlog import Event, PrefixView, Session, ValidationError
 
-__all__ = ("PrefixView", "Projection", "catch_up", "events_through", "fold")
+__all__ = ("PrefixView", "Projection", "catch_up", "events_through", "fold", "read_through")
 
 S = TypeVar("S")
 
@@ -78,12 +78,29 @@ def catch_up(session: Session, projection: Projection[S]) -> S:
 def events_through(session: Session, at: int) -> Iterable[Event]:
     """The events ``0..at`` of ``session`` (for a fold of what stood after event ``at``).
 
+    On a session opened from a snapshot, iterating raises :class:`~eventlog.EventNotLoadedError`
+    at the first event not in memory: use :func:`read_through` (async) there.
+
     :raises ValidationError: ``at`` is not between -1 and the session's head.
     """
+    _check_at(session, at)
+    return itertools.islice(session.events(), at + 1)
+
+
+async def read_through(session: Session, at: int) -> list[Event]:
+    """The events ``0..at`` of ``session``, read from the store where they are not in memory
+    (``session.read_events``): what the ``*_at`` readers fold on any session.
+
+    :raises ValidationError: ``at`` is not between -1 and the session's head.
+    """
+    _check_at(session, at)
+    return [event async for event in session.read_events(0, at + 1)]
+
+
+def _check_at(session: Session, at: object) -> None:
     head = session.head
     if type(at) is not int or not -1 <= at <= head:
         raise ValidationError(
             f"session {session.id!r}: at={at!r} is not a seq of the log (-1..{head})",
             session_id=session.id,
         )
-    return itertools.islice(session.events(), at + 1)

@@ -14,6 +14,7 @@ A second repair finds nothing open and appends nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from time import time_ns
 
 import msgspec
@@ -96,8 +97,9 @@ async def repair(session: Session) -> RepairReport:
     if diagnosis.needs_repair:
         session.raise_if_fenced()
         time = session.events()[-1].time
+        outcomes = await _outcomes(session, diagnosis.dangling)
         for dangling in diagnosis.dangling:
-            data, sources = _answer(session, dangling)
+            data, sources = _answer(session, dangling, outcomes)
             event = session.append("tool/result", data, surface=APPEND, sources=sources, time=time)
             appended.append(event.seq)
         step = diagnosis.open_step
@@ -112,12 +114,30 @@ async def repair(session: Session) -> RepairReport:
     return RepairReport(diagnosis=diagnosis, appended=tuple(appended), ran_at=ran_at)
 
 
-def _answer(session: Session, dangling: DanglingCall) -> tuple[ToolResult, tuple[int, ...]]:
+async def _outcomes(session: Session, dangling: Iterable[DanglingCall]) -> dict[int, ToolOutcome]:
+    """The ``tool/outcome`` payloads the recovered calls cite, by seq: from memory, or read
+    from the store when the session was opened from a snapshot taken after them."""
+    found: dict[int, ToolOutcome] = {}
+    for item in dangling:
+        seq = item.call.outcome
+        if item.kind != "completed" or seq is None:
+            continue
+        if seq >= session.loaded_from:
+            found[seq] = session.event(seq).data
+        else:
+            async for event in session.read_events(seq, 1):
+                found[seq] = event.data
+    return found
+
+
+def _answer(
+    session: Session, dangling: DanglingCall, outcomes: dict[int, ToolOutcome]
+) -> tuple[ToolResult, tuple[int, ...]]:
     """The ``tool/result`` answering one dangling call, and the seqs it cites."""
     call = dangling.call
     if dangling.kind == "completed":
         assert call.outcome is not None
-        outcome: ToolOutcome = session.events()[call.outcome].data
+        outcome: ToolOutcome = outcomes[call.outcome]
         sources = tuple(s for s in (call.call, call.outcome) if s is not None)
         message = _recovered_message(outcome, call.call_id)
         data = ToolResult(turn=call.turn, step=call.step, message=message, error=outcome.error)

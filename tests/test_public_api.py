@@ -161,6 +161,7 @@ def test_projections_exports_its_read_api() -> None:
     read_api = {
         *"surface messages inbox timeline to_openai to_anthropic to_openai_responses".split(),
         "request_header",
+        *"messages_at timeline_at".split(),  # the same reads, on a session opened from a snapshot
         *"openai_request anthropic_request openai_tools anthropic_tools".split(),
         "ANTHROPIC_DEFAULT_MAX_TOKENS",
         *"Surface MessagesView Inbox Timeline ToolCallState OpenTurn OpenStep".split(),

@@ -180,9 +180,10 @@ async def test_damage_is_found_on_open_at_its_seq(
     await write_log(path)
     damage(path)
     async with open_store(f"sqlite:///{path}") as store:
-        # open names the first seq in doubt...
+        # a full open names the first seq in doubt (the log ends in a snapshot, which the
+        # default open would start from, reading none of the rows before it)...
         with pytest.raises(CorruptLogError) as caught:
-            await store.open("s")
+            await store.open("s", verify="full")
         assert caught.value.seq == seq
         assert f"session 's', seq {seq}:" in caught.value.message
         # ...salvage returns the events before it (at most the stored head's worth)...

@@ -133,7 +133,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
             return session
         session_id = session_id_for(thread_id)
         try:
-            session = await self._store.open(session_id)
+            session = await self._store.open(session_id, verify="full")
         except SessionNotFoundError:
             if not create:
                 return None

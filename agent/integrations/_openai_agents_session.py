@@ -92,7 +92,7 @@ class EventlogSession:
         :raises CorruptLogError: the stored log is damaged.
         """
         try:
-            log = await store.open(session_id)
+            log = await store.open(session_id, verify="full")
         except SessionNotFoundError:
             log = await store.create(session_id=session_id, metadata=metadata)
         if _interrupted(log):

@@ -17,7 +17,7 @@ from .._codec import (
     verify_rows,
 )
 from .._session import DEFAULT_MAX_EVENT_BYTES
-from ._base import Backend, SessionInfo, SessionRecord, Store
+from ._base import Backend, SessionInfo, SessionRecord, Snapshots, Store
 from ._lease_state import writer_alive
 from ._loader import LogLoader
 from ._logstore import LogStore
@@ -44,6 +44,7 @@ __all__ = (
     "MemoryData",
     "SessionInfo",
     "SessionRecord",
+    "Snapshots",
     "Store",
     "open_store",
     "writer_alive",

@@ -30,7 +30,9 @@ __all__ = (
     "MaskedUrl",
     "SessionInfo",
     "SessionRecord",
+    "Snapshots",
     "ATTACHMENT_COLUMNS",
+    "SNAPSHOT_COLUMNS",
     "TABLE_COLUMNS",
     "Store",
     "delete_refused",
@@ -52,6 +54,8 @@ TABLE_COLUMNS: dict[str, frozenset[str]] = {
 #: The table a store creates with its first attachment; one of this name without these columns
 #: is another application's, and is refused in the same way.
 ATTACHMENT_COLUMNS: frozenset[str] = frozenset({"digest", "data"})
+#: Likewise for the snapshots table, created with a session's first snapshot.
+SNAPSHOT_COLUMNS: frozenset[str] = frozenset({"session_id", "seq", "hash", "data"})
 
 
 def session_not_found(session_id: str) -> SessionNotFoundError:
@@ -142,10 +146,25 @@ class Store(Protocol):
         """
         ...
 
-    async def open(self, session_id: str, *, salvage: bool = False, wait: float = 0.0) -> Session:
-        """Load a session for writing: take the session's writer lease, decode every event,
-        verify the hash chain and that the events end at the session's stored head, rebuild
-        the surface index.
+    async def open(
+        self,
+        session_id: str,
+        *,
+        salvage: bool = False,
+        wait: float = 0.0,
+        verify: str = "snapshot",
+    ) -> Session:
+        """Load a session for writing: take the session's writer lease, load its events,
+        verify that they end at the session's stored head, rebuild the surface index.
+
+        ``verify="snapshot"`` (the default): start from the session's latest stored snapshot
+        when it matches the stored chain (its hash is the stored event's at its seq), then
+        decode and verify the hash chain of every event after it; the session holds in memory
+        only those and the events on the surface (older ones: ``session.read_events``). A
+        snapshot that does not match, does not decode or is of an unknown format is ignored
+        and reported in ``session.snapshot_fault`` (the whole log is replayed instead).
+        ``verify="full"``: decode every event and verify the whole hash chain, as
+        ``eventlog verify`` does, and hold every event in memory.
 
         A lease whose owner is known to be gone (a process of this host that ended, or a
         closed store of this process) is taken over at once; with ``wait`` the open waits up
@@ -159,7 +178,8 @@ class Store(Protocol):
         :raises SessionBusyError: another live writer holds the lease (still, after ``wait``).
         :raises CorruptLogError: a stored event fails verification, or the stored events end
             before or after the stored head (names the first seq in doubt).
-        :raises ValidationError: ``wait`` is not a number of seconds >= 0.
+        :raises ValidationError: ``wait`` is not a number of seconds >= 0, or ``verify`` is
+            not ``"snapshot"`` or ``"full"``.
         :raises UnsupportedFormatError: a stored event has an unknown, non-ignorable type.
         """
         ...
@@ -379,6 +399,25 @@ class LeaseReader(Protocol):
     async def writer_alive(self, session_id: str) -> bool:
         """``True`` when a live writer holds the lease; ``False`` for a dead holder, a missing
         session or a lease that cannot be read (never raised)."""
+        ...
+
+
+@runtime_checkable
+class Snapshots(Protocol):
+    """A backend that stores snapshots (docs/stores.md): at most one per session, the latest.
+    Deleting a session deletes its snapshot; creating one (fork, import) stores none."""
+
+    async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
+        """Store ``data`` as the session's snapshot at ``seq``, replacing an older one, only if
+        the stored event ``seq`` has chain hash ``hash`` and no snapshot at a later seq is
+        stored; return whether it was stored. Its own small transaction, durable on return.
+
+        :raises StoreWriteError: nothing was written.
+        """
+        ...
+
+    async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
+        """The session's stored snapshot as ``(seq, hash, data)``, unchecked, or ``None``."""
         ...
 
 

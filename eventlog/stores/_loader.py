@@ -62,12 +62,47 @@ class LogLoader:
     def __init__(self, types: EventTypes, session_id: str) -> None:
         self.types = types
         self.session_id = session_id
+        #: Loaded from a snapshot (:meth:`resume`): ``events`` holds seqs ``base`` on, and
+        #: ``pinned`` the older events still on the surface. Else 0 and empty.
+        self.base = 0
+        self.pinned: dict[int, Event] = {}
         self.events: list[Event] = []
         self.surface = SurfaceIndex()
         self.last_hash = GENESIS_HASH
         self.chain_version = CHAIN_VERSION
         self.grammar = TurnGrammar()
         self.misfit: tuple[int, str] | None = None
+
+    @property
+    def head(self) -> int:
+        """The seq of the last loaded event (-1 when none)."""
+        return self.base + len(self.events) - 1
+
+    def resume(
+        self,
+        *,
+        head: Event,
+        last_hash: bytes,
+        surface: SurfaceIndex,
+        grammar: TurnGrammar,
+        pinned: dict[int, Event],
+    ) -> None:
+        """Start from a snapshot's state instead of seq 0: its last event ``head`` (whose
+        stored hash is ``last_hash``), surface, grammar and the older surface events. The
+        rows fed next continue at ``head.seq + 1``."""
+        self.base = head.seq
+        self.events = [head]
+        self.last_hash = last_hash
+        self.chain_version = chain_version_of(last_hash)
+        self.surface = surface
+        self.grammar = grammar
+        self.pinned = pinned
+
+    def payload_of(self, seq: int) -> object:
+        """The payload of loaded event ``seq`` (resident or pinned)."""
+        if seq >= self.base:
+            return self.events[seq - self.base].data
+        return self.pinned[seq].data
 
     def feed(self, rows: Sequence[Row]) -> None:
         """Load the next consecutive rows. Works whatever the caller's stack depth (a
@@ -93,7 +128,7 @@ class LogLoader:
         surface = self.surface
         decode_sources = _sources_decoder.decode
         prev = self.last_hash
-        seq = len(events)
+        seq = self.base + len(events)
         if seq == 0 and rows:
             self.chain_version = chain_version_of(rows[0].hash)
         bound = self.session_id if self.chain_version == 2 else None
@@ -132,7 +167,7 @@ class LogLoader:
                     ignorable=ignorable,
                 )
             if event.surface is not None:
-                self._fold_surface(surface, event, events)
+                self._fold_surface(surface, event)
             if type_ in _STRUCTURAL:
                 misfit = grammar.check(type_, event.data)
                 if misfit is not None and self.misfit is None:
@@ -147,7 +182,7 @@ class LogLoader:
         # Raises CorruptLogError for a bad seq or hash, naming the seq.
         verify_rows([row], prev, seq, session_id=self.session_id)
 
-    def _fold_surface(self, surface: SurfaceIndex, event: Event, events: list[Event]) -> None:
+    def _fold_surface(self, surface: SurfaceIndex, event: Event) -> None:
         if event.surface is APPEND:
             message = getattr(event.data, "message", None)
             if message is not None:
@@ -163,7 +198,7 @@ class LogLoader:
                     op=event.surface or APPEND,
                     sources=event.sources,
                     session_id=self.session_id,
-                    payload_of=lambda seq: events[seq].data,
+                    payload_of=self.payload_of,
                 )
             )
         except (SurfaceError, AttributeError) as exc:

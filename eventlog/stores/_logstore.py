@@ -41,6 +41,7 @@ from .._ids import new_session_id, validate_session_id
 from .._message import Message, attachment_digest
 from .._registry import EventTypes
 from .._session import DEFAULT_MAX_EVENT_BYTES, Session
+from .._snapshot_state import snapshot_states
 from .._strict import (
     DEFAULT_MAX_NESTING,
     INT64_MAX,
@@ -53,17 +54,26 @@ from .._strict import (
     on_fresh_stack,
 )
 from .._vocabulary import SessionForked
-from ._base import Backend, BackgroundTask, SessionInfo, SessionRecord, Store
+from ._base import Backend, BackgroundTask, SessionInfo, SessionRecord, Snapshots, Store
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
+from ._snapshots import Restored, SnapshotFault, decode_snapshot, encode_snapshot
 from ._writer import Writer
 
-__all__ = ("LogStore", "lease_owner")
+__all__ = ("DEFAULT_SNAPSHOT_EVERY", "LogStore", "lease_owner")
 
 logger = logging.getLogger("eventlog.store")
 
 #: Seconds between attempts to take a lease while ``open(..., wait=...)`` waits for it.
 _LEASE_POLL = 0.05
+#: Default of ``snapshot_every``: a snapshot at most every this many events (and after each
+#: compaction). A snapshot holds the surface, so a mid-way one of a compacting session costs
+#: O(surface); at 1,000 those made appending and flushing the open benchmark's workload 20%
+#: slower, at 4,000 they are gone for it (a compaction every 2,000 events: its snapshots hold a
+#: one-node surface) and ``open`` replays at most 4,000 events after a snapshot
+#: (benchmarks/OPEN.md).
+DEFAULT_SNAPSHOT_EVERY = 4000
+_VERIFY = ("snapshot", "full")
 
 
 def lease_owner() -> str:
@@ -81,6 +91,9 @@ class LogStore(Store):
     :param max_event_bytes: ceiling of one event's encoded payload.
     :param max_nesting: how deep containers may nest in a payload or in session metadata
         (default 64, at most 256); deeper values are refused at commit.
+    :param snapshot_every: write a snapshot of a session's state (docs/stores.md) once this
+        many events were flushed since its last one, and after each flushed compaction (a
+        surface ``Replace``); 0 turns snapshots off (``open`` then always replays).
     :param url: shown in ``repr``.
     :raises ValidationError: an option has the wrong type or is out of range.
     """
@@ -94,12 +107,14 @@ class LogStore(Store):
         max_pending_bytes: int = 64 * 1024 * 1024,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         max_nesting: int = DEFAULT_MAX_NESTING,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         url: str = "",
     ) -> None:
         check_number("write_delay", write_delay, low=0.0, high=3600.0)
         check_number("max_pending_bytes", max_pending_bytes, low=1, integer=True)
         check_number("max_event_bytes", max_event_bytes, low=1, integer=True)
         check_number("max_nesting", max_nesting, low=1, high=MAX_NESTING_CEILING, integer=True)
+        check_number("snapshot_every", snapshot_every, low=0, high=INT64_MAX, integer=True)
         if types is not None and not isinstance(types, EventTypes):
             raise ValidationError("option types must be an EventTypes registry")
         self.backend = backend
@@ -107,6 +122,13 @@ class LogStore(Store):
         self.types = types if types is not None else EventTypes()
         self.url = url
         self.max_event_bytes = max_event_bytes
+        self.snapshot_every = snapshot_every if isinstance(backend, Snapshots) else 0
+        # Snapshot writes in flight (closing waits for them: each is a few milliseconds).
+        self._snapshot_writes: set[str] = set()
+        self._snapshots_idle = anyio.Event()
+        # Per open session: the rows of its last snapshot, reused by the next (see
+        # encode_snapshot); dropped when the session is released.
+        self._snapshot_rows: dict[Session, dict[int, Row]] = {}
         self._writer = Writer(
             backend.write,
             write_delay=write_delay,
@@ -164,6 +186,9 @@ class LogStore(Store):
                     except EventLogError as exc:
                         await self._abandon(session, exc)
                 await self._writer.aclose()
+                if self._snapshot_writes:
+                    with anyio.move_on_after(5.0):
+                        await self._snapshots_idle.wait()
         finally:
             retire_owner(self._owner)
             # The task group's scope must be exited outside the shield scope above.
@@ -225,16 +250,27 @@ class LogStore(Store):
         await self.backend.acquire_lease(sid, self._owner)
         return self._wrap(sid, LogLoader(self.types, sid), record, read_only=False)
 
-    async def open(self, session_id: str, *, salvage: bool = False, wait: float = 0.0) -> Session:
+    async def open(
+        self,
+        session_id: str,
+        *,
+        salvage: bool = False,
+        wait: float = 0.0,
+        verify: str = "snapshot",
+    ) -> Session:
         self._check_open()
         sid = validate_session_id(session_id)
         wait = _seconds(wait, sid)
         if type(salvage) is not bool:
             raise ValidationError(f"salvage must be True or False, got {salvage!r}")
+        if not isinstance(verify, str) or verify not in _VERIFY:
+            raise ValidationError(
+                f'verify must be "snapshot" or "full", got {verify!r}', session_id=sid
+            )
         if salvage:
             record = await self.backend.get_session(sid)
             loader, fault = await self._load(sid, salvage=True)
-            head = len(loader.events) - 1
+            head = loader.head
             if fault is None and head < record.head:
                 fault = _head_fault(sid, head, record.head)
             if fault is None and head > record.head:
@@ -252,15 +288,126 @@ class LogStore(Store):
         try:
             # Read under the lease: no other live writer moves the head meanwhile.
             record = await self.backend.get_session(sid)
-            loader, _ = await self._load(sid, salvage=False)
-            fault = _head_fault(sid, len(loader.events) - 1, record.head)
+            restored: Restored | None = None
+            snapshot_fault: str | None = None
+            if verify == "snapshot" and isinstance(self.backend, Snapshots):
+                restored, snapshot_fault = await self._snapshot_of(sid, record.head)
+            if restored is not None:
+                loader = await self._load_after(sid, restored)
+            else:
+                loader, _ = await self._load(sid, salvage=False)
+            fault = _head_fault(sid, loader.head, record.head)
             if fault is not None:
                 raise fault
+            states = {} if restored is None else await self._states_of(sid, restored)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
             raise
-        return self._wrap(sid, loader, record, read_only=False)
+        session = self._wrap(sid, loader, record, read_only=False)
+        session.snapshot_fault = snapshot_fault
+        if restored is not None:
+            session.snapshot_seq = restored.seq
+            for key, state in states.items():
+                session.projection_cache[key] = [state, restored.seq + 1]
+        return session
+
+    async def _snapshot_of(self, sid: str, head: int) -> tuple[Restored | None, str | None]:
+        """The session's stored snapshot, checked against the stored chain: ``(restored,
+        None)``, ``(None, None)`` when there is none, or ``(None, why)`` when it cannot be
+        used (logged; the caller replays the whole log instead)."""
+        assert isinstance(self.backend, Snapshots)
+        try:
+            stored = await self.backend.read_snapshot(sid)
+        except EventLogError as exc:
+            fault = f"snapshot not read: {exc}"
+            logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
+            return None, fault
+        if stored is None:
+            return None, None
+        seq, digest, data = stored
+        why: str | None = None
+        restored: Restored | None = None
+        try:
+            restored = decode_snapshot(data, self.types, sid)
+        except SnapshotFault as exc:
+            why = str(exc)
+        if restored is not None and (restored.seq != seq or restored.hash != digest):
+            why = "its header does not match its body"
+        if restored is not None and why is None:
+            row = None
+            if 0 <= seq <= head:
+                async for chunk in self.backend.read_rows(sid, seq, 1):
+                    row = chunk[0]
+            if row is None or row.seq != seq or row.hash != restored.hash:
+                why = f"its hash is not the stored event's at seq {seq} (stale or altered)"
+        if why is None:
+            return restored, None
+        fault = f"snapshot at seq {seq} not used: {why}"
+        logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
+        return None, fault
+
+    async def _load_after(self, sid: str, restored: Restored) -> LogLoader:
+        """A loader resumed from ``restored`` and fed the stored rows after it."""
+        loader = LogLoader(self.types, sid)
+        loader.resume(
+            head=restored.head,
+            last_hash=restored.hash,
+            surface=restored.surface,
+            grammar=restored.grammar,
+            pinned=restored.pinned,
+        )
+        async for chunk in self.backend.read_rows(sid, restored.seq + 1, None):
+            loader.feed(chunk)
+        return loader
+
+    async def _states_of(self, sid: str, restored: Restored) -> dict[str, object]:
+        """The registered projection states at the snapshot's seq: the snapshot's, and for
+        each it lacks (absent, another version, undecodable) a fold over the stored events up
+        to it, read in chunks (O(log) time, O(state) memory)."""
+        states = dict(restored.states)
+        missing = [spec for spec in snapshot_states() if spec.key not in states]
+        if not missing:
+            return states
+        logger.info(
+            "eventlog: session %r: state(s) %s not in the snapshot: rebuilt from events 0..%d",
+            sid,
+            ", ".join(spec.key for spec in missing),
+            restored.seq,
+        )
+        folded = {spec.key: spec.initial() for spec in missing}
+        async for event in self.read(sid, 0, restored.seq + 1):
+            for spec in missing:
+                folded[spec.key] = spec.apply(folded[spec.key], event)
+        states.update(folded)
+        return states
+
+    def _checkpoint(self, session: Session) -> None:
+        """Capture a snapshot of ``session`` now (everything durable) and write it in the
+        background; a failed write is logged and ignored (the log is the truth)."""
+        if session.id in self._snapshot_writes or self._task_group is None:
+            return  # one in flight already: the next checkpoint writes a newer one
+        seq, digest, data = encode_snapshot(session, self._snapshot_rows.setdefault(session, {}))
+        if not self._snapshot_writes:
+            self._snapshots_idle = anyio.Event()
+        self._snapshot_writes.add(session.id)
+        self._task_group.start_soon(self._write_snapshot, session.id, seq, digest, data)
+
+    async def _write_snapshot(self, sid: str, seq: int, digest: bytes, data: bytes) -> None:
+        assert isinstance(self.backend, Snapshots)
+        try:
+            with anyio.CancelScope(shield=True):
+                stored = await self.backend.write_snapshot(sid, seq, digest, data)
+            if not stored:
+                logger.info("eventlog: session %r: snapshot at seq %d not stored", sid, seq)
+        except Exception as exc:
+            logger.warning(
+                "eventlog: session %r: writing the snapshot at seq %d failed: %s", sid, seq, exc
+            )
+        finally:
+            self._snapshot_writes.discard(sid)
+            if not self._snapshot_writes:
+                self._snapshots_idle.set()
 
     async def _take_lease(self, sid: str, wait: float) -> None:
         """Take the writer lease, waiting up to ``wait`` seconds for its holder to let go."""
@@ -292,7 +439,7 @@ class LogStore(Store):
             types=self.types,
             tail=None
             if read_only
-            else self._writer.tail(sid, loaded.last_hash, len(loaded.events) - 1),
+            else self._writer.tail(sid, loaded.last_hash, loaded.base + len(loaded.events) - 1),
             events=loaded.events,
             last_hash=loaded.last_hash,
             surface=loaded.surface,
@@ -302,6 +449,11 @@ class LogStore(Store):
             release=None if read_only else self._release,
             max_nesting=self.max_nesting,
             grammar=loaded.grammar,
+            base=loaded.base,
+            pinned=loaded.pinned,
+            stored=partial(self.read, sid),
+            checkpoint=None if read_only or not self.snapshot_every else self._checkpoint,
+            snapshot_every=self.snapshot_every,
         )
         if not read_only:
             self._open[sid] = session
@@ -311,6 +463,7 @@ class LogStore(Store):
         if self._open.get(session.id) is session:
             del self._open[session.id]
         session.close_unflushed()
+        self._snapshot_rows.pop(session, None)
         if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
 

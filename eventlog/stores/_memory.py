@@ -15,7 +15,14 @@ import msgspec
 
 from .._codec import Row
 from .._errors import SessionBusyError, SessionExistsError
-from ._base import Backend, SessionInfo, SessionRecord, delete_refused, session_not_found
+from ._base import (
+    Backend,
+    SessionInfo,
+    SessionRecord,
+    Snapshots,
+    delete_refused,
+    session_not_found,
+)
 from ._owners import owner_alive
 from ._writer import Batch
 
@@ -36,6 +43,8 @@ class MemoryData:
     rows: dict[str, list[Row]] = field(default_factory=dict)
     leases: dict[str, str] = field(default_factory=dict)
     attachments: dict[str, bytes] = field(default_factory=dict)
+    #: Session id -> its latest snapshot ``(seq, hash, data)``.
+    snapshots: dict[str, tuple[int, bytes, bytes]] = field(default_factory=dict)
     ids: list[str] | None = None
 
     def __post_init__(self) -> None:
@@ -45,7 +54,11 @@ class MemoryData:
     def restarted(self) -> MemoryData:
         """The same stored data as seen by a new process: leases are gone."""
         return MemoryData(
-            records=self.records, rows=self.rows, attachments=self.attachments, ids=self.ids
+            records=self.records,
+            rows=self.rows,
+            attachments=self.attachments,
+            snapshots=self.snapshots,
+            ids=self.ids,
         )
 
     def sorted_ids(self) -> list[str]:
@@ -54,7 +67,7 @@ class MemoryData:
         return self.ids
 
 
-class MemoryBackend(Backend):
+class MemoryBackend(Backend, Snapshots):
     """Sessions in a dict. Writes are atomic per round, like a transaction."""
 
     def __init__(self, data: MemoryData | None = None) -> None:
@@ -169,6 +182,7 @@ class MemoryBackend(Backend):
         del ids[bisect.bisect_left(ids, session_id)]
         self.data.rows.pop(session_id, None)
         self.data.leases.pop(session_id, None)
+        self.data.snapshots.pop(session_id, None)
         self._notify()
 
     async def put_attachment(self, digest: str, data: bytes) -> None:
@@ -182,3 +196,16 @@ class MemoryBackend(Backend):
         if rows is None or len(rows) - 1 > head:
             return
         await self._changed.wait()
+
+    async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
+        rows = self.data.rows.get(session_id)
+        if rows is None or not 0 <= seq < len(rows) or rows[seq].hash != hash:
+            return False
+        stored = self.data.snapshots.get(session_id)
+        if stored is not None and stored[0] > seq:
+            return False
+        self.data.snapshots[session_id] = (seq, bytes(hash), bytes(data))
+        return True
+
+    async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
+        return self.data.snapshots.get(session_id)

@@ -13,7 +13,14 @@ from ._memory import MemoryBackend, MemoryData
 
 __all__ = ("open_store",)
 
-_STORE_OPTIONS = ("types", "write_delay", "max_pending_bytes", "max_event_bytes", "max_nesting")
+_STORE_OPTIONS = (
+    "types",
+    "write_delay",
+    "max_pending_bytes",
+    "max_event_bytes",
+    "max_nesting",
+    "snapshot_every",
+)
 
 
 def open_store(url: str, **options: Any) -> LogStore:
@@ -24,7 +31,9 @@ def open_store(url: str, **options: Any) -> LogStore:
 
     Store options: ``types`` (an :class:`EventTypes`), ``write_delay`` (seconds, default 0.01),
     ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB), ``max_nesting``
-    (default 64: how deep containers may nest in a payload or in metadata; at most 256).
+    (default 64: how deep containers may nest in a payload or in metadata; at most 256),
+    ``snapshot_every`` (default 4000: a snapshot after that many events and after each
+    compaction; 0 turns snapshots off; docs/stores.md).
 
     Backend options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for
     SQLite and PostgreSQL; for SQLite also ``busy_timeout`` (seconds, default 30),

@@ -36,6 +36,7 @@ your agent's resume path::
             async with open_store("memory:", data=disk.restarted()) as store:
                 session = await store.open("s")  # the restarted process
                 await repair(session)  # your agent's resume path
+                await session.load_history()  # the invariants read the whole log
                 check_invariants(session)
                 assert not (await repair(session)).appended
 

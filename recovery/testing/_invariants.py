@@ -38,7 +38,9 @@ class InvariantViolation(AssertionError):
 
 
 def check_invariants(session: Session) -> None:
-    """Check every invariant of a settled (balanced) session.
+    """Check every invariant of a settled (balanced) session. They read the whole log: on a
+    session opened from a snapshot, ``await session.load_history()`` first (else the checks
+    that need older events report :class:`~eventlog.EventNotLoadedError`).
 
     :raises InvariantViolation: listing every violated invariant, not just the first.
     """

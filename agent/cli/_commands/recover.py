@@ -44,7 +44,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
             # A live writer's open step is work in progress, not a crash: nothing to repair.
             needs = (diagnosis.needs_repair and not running) or loaded.fault is not None
             return EXIT_FINDINGS if needs else EXIT_OK
-        session = await store.open(args.session_id)
+        session = await store.open(args.session_id, verify="full")
         try:
             report = await repair(session)
         finally:

@@ -58,6 +58,7 @@ from ._schema import (
     prepare_schema,
     reserve_wal,
 )
+from ._snapshots import insert_snapshot, select_snapshot
 from ._worker import Done, SQLiteWorker
 
 __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
@@ -357,6 +358,16 @@ class SQLiteBackend(Backend):
             await self._call_writer(insert_attachment, digest, data)
 
     # -- reads (the reader connection) ---------------------------------------------------------
+
+    async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
+        self._check()
+        with _translated(self.path, "storing a snapshot", write=True, session_id=session_id):
+            return await self._call_writer(insert_snapshot, session_id, seq, hash, data)
+
+    async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
+        self._check()
+        with _translated(self.path, "reading a snapshot", write=False, session_id=session_id):
+            return await self._read(select_snapshot, session_id)
 
     async def get_attachment(self, digest: str) -> bytes | None:
         self._check()

@@ -19,6 +19,7 @@ from ..._errors import CorruptLogError, SessionBusyError, SessionExistsError
 from .._base import SessionInfo, SessionRecord, delete_refused, session_not_found
 from .._owners import owner_alive
 from .._writer import Batch
+from ._snapshots import delete_snapshot
 from ._transaction import WriteLockBusy, transaction, waiting_for_lock
 
 __all__ = (
@@ -415,6 +416,7 @@ def delete_session(
             raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
         connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
+        delete_snapshot(connection, session_id)
 
 
 # One page of ``list``: a range of the sessions' primary-key index in id order, stopped at the

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..._codec import FORMAT_VERSION
 from ..._errors import UnsupportedFormatError, ValidationError
-from .._base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
+from .._base import ATTACHMENT_COLUMNS, SNAPSHOT_COLUMNS, TABLE_COLUMNS
 from ._transaction import transaction
 
 __all__ = (
@@ -178,6 +178,9 @@ def _ours(connection: sqlite3.Connection, path: str) -> bool:
     attachments = connection.execute(f'PRAGMA table_info("{prefix}attachments")').fetchall()
     if attachments and not ATTACHMENT_COLUMNS <= {row[1] for row in attachments}:
         found[prefix + "attachments"] = False  # another application's table of our name
+    snapshots = connection.execute(f'PRAGMA table_info("{prefix}snapshots")').fetchall()
+    if snapshots and not SNAPSHOT_COLUMNS <= {row[1] for row in snapshots}:
+        found[prefix + "snapshots"] = False
     if not found:
         return False
     version = None

@@ -1,0 +1,216 @@
+"""Snapshots: the state ``open`` rebuilds, stored at checkpoints so ``open`` need not replay the
+whole log (docs/stores.md).
+
+A snapshot covers one seq (a durable event) and the chain hash stored at that seq. It holds the
+surface (its nodes and generation, with the events on it, so the messages the model sees come
+back without reading the log), the turn and step grammar, the covered event itself, and the
+cached states of the projections registered with :func:`eventlog.register_snapshot_state`.
+
+Stored bytes: ``b"ELS"``, one format byte, a 16-byte BLAKE2b digest of the body, the body
+(msgpack). A snapshot that is torn, altered, of another format, or whose hash is not the stored
+row's at its seq is never used: ``open`` replays instead and reports why. Only the chain is the
+truth; a snapshot is a cache of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+import msgspec
+
+from .._codec import Row, decode_event, encode_sources, encode_surface
+from .._event import Event, Unknown
+from .._grammar import TurnGrammar
+from .._registry import EventTypes
+from .._session import Session
+from .._snapshot_state import SnapshotState, snapshot_states
+from .._surface import SurfaceIndex, message_delta
+from .._versions import mark_version
+
+__all__ = ("Restored", "SnapshotFault", "decode_snapshot", "encode_snapshot", "fold_state")
+
+logger = logging.getLogger("eventlog.snapshots")
+
+_MAGIC = b"ELS"
+#: The snapshot format this version writes and reads.
+SNAPSHOT_FORMAT = 1
+_DIGEST = 16
+
+
+class _Body(msgspec.Struct, array_like=True, frozen=True):
+    seq: int
+    hash: bytes
+    nodes: list[int]
+    generation: int
+    grammar: tuple[int | None, int | None, int, int]
+    #: The covered event and the surface's events, as rows (hash left empty), ascending.
+    rows: list[Row]
+    #: Projection key -> (codec version, encoded state).
+    states: dict[str, tuple[int, bytes]]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(_Body)
+
+
+class SnapshotFault(Exception):
+    """Why stored snapshot bytes cannot be used (the message says)."""
+
+
+@dataclass
+class Restored:
+    """A decoded snapshot, ready for :meth:`LogLoader.resume`."""
+
+    seq: int
+    hash: bytes
+    head: Event
+    surface: SurfaceIndex
+    grammar: TurnGrammar
+    pinned: dict[int, Event]
+    #: Projection key -> decoded state (only those whose codec version matched).
+    states: dict[str, object]
+
+
+def _row(event: Event, types: EventTypes) -> Row:
+    data = event.data
+    if isinstance(data, Unknown):
+        raw = data.raw
+    else:
+        info = types.get(event.type)
+        raw = msgspec.json.encode(data)
+        if info is not None:
+            raw = mark_version(raw, info.version)
+    return Row(
+        event.seq,
+        event.type,
+        event.time,
+        encode_surface(event.surface),
+        encode_sources(event.sources),
+        event.ignorable,
+        raw,
+        b"",
+    )
+
+
+def fold_state(session: Session, spec: SnapshotState) -> object | None:
+    """The state of ``spec``'s projection at ``session.head``, brought up to date in the
+    session's cache (as :func:`projections.base.catch_up` keeps it: ``[state, next_seq]``),
+    or ``None`` when the events it would need are not in memory."""
+    cache = session.projection_cache
+    entry = cache.get(spec.key)
+    head = session.head
+    if not (isinstance(entry, list) and len(entry) == 2 and type(entry[1]) is int):
+        if session.loaded_from > 0:
+            return None
+        entry = cache[spec.key] = [spec.initial(), 0]
+    state: object = entry[0]
+    next_seq: int = entry[1]
+    if next_seq <= head:
+        if next_seq < session.loaded_from:
+            return None
+        for event in session.events(next_seq):
+            state = spec.apply(state, event)
+        entry[0], entry[1] = state, head + 1
+    return state
+
+
+def encode_snapshot(
+    session: Session, rows_cache: dict[int, Row] | None = None
+) -> tuple[int, bytes, bytes]:
+    """``(seq, hash, bytes)`` of a snapshot of ``session`` at its head (which must be durable
+    and its hash known: ``session.last_hash``).
+
+    :param rows_cache: the rows encoded for this session's previous snapshot, by seq: reused
+        (events never change) and updated to this snapshot's, so a snapshot encodes only the
+        events that reached the surface since the last one.
+    """
+    head = session.head
+    surface = session.surface_index
+    types = session.types
+    seqs = sorted({*surface.nodes, head})
+    cache = rows_cache if rows_cache is not None else {}
+    rows = []
+    for seq in seqs:
+        row = cache.get(seq)
+        if row is None:
+            row = _row(session.event(seq), types)
+        rows.append(row)
+    cache.clear()
+    cache.update(zip(seqs, rows, strict=True))
+    states: dict[str, tuple[int, bytes]] = {}
+    for spec in snapshot_states():
+        try:
+            state = fold_state(session, spec)
+            if state is not None:
+                states[spec.key] = (spec.version, spec.encode(state))
+        except Exception:  # one projection's codec failing must not cost the others
+            logger.exception("eventlog: snapshot of %r: state %r not encoded", session.id, spec.key)
+    grammar = session.grammar
+    body = _encoder.encode(
+        _Body(
+            seq=head,
+            hash=session.last_hash,
+            nodes=list(surface.nodes),
+            generation=surface.generation,
+            grammar=(grammar.turn, grammar.step, grammar.last_turn, grammar.last_step),
+            rows=rows,
+            states=states,
+        )
+    )
+    digest = hashlib.blake2b(body, digest_size=_DIGEST).digest()
+    return head, session.last_hash, _MAGIC + bytes([SNAPSHOT_FORMAT]) + digest + body
+
+
+def decode_snapshot(data: bytes, types: EventTypes, session_id: str) -> Restored:
+    """The snapshot stored as ``data``.
+
+    :raises SnapshotFault: unknown format, digest mismatch (torn or altered), undecodable
+        body or events, or a surface inconsistent with its events.
+    """
+    if data[:3] != _MAGIC or len(data) < 4 + _DIGEST:
+        raise SnapshotFault("not a snapshot (bad magic or truncated)")
+    if data[3] != SNAPSHOT_FORMAT:
+        raise SnapshotFault(
+            f"unknown snapshot format {data[3]} (this version reads {SNAPSHOT_FORMAT})"
+        )
+    body = data[4 + _DIGEST :]
+    if hashlib.blake2b(body, digest_size=_DIGEST).digest() != data[4 : 4 + _DIGEST]:
+        raise SnapshotFault("digest mismatch (torn or altered)")
+    try:
+        snap = _decoder.decode(body)
+        pinned: dict[int, Event] = {}
+        for row in snap.rows:
+            pinned[row.seq] = decode_event(row, types, session_id=session_id)
+        head = pinned.pop(snap.seq)
+        surface = SurfaceIndex()
+        for node in snap.nodes:
+            event = head if node == snap.seq else pinned[node]
+            surface.append_node(node, message_delta(event.data.message))
+        surface.generation = snap.generation
+    except Exception as exc:  # any failure means: do not use it
+        raise SnapshotFault(f"does not decode: {type(exc).__name__}: {exc}") from exc
+    grammar = TurnGrammar()
+    grammar.turn, grammar.step, grammar.last_turn, grammar.last_step = snap.grammar
+    known = {spec.key: spec for spec in snapshot_states()}
+    states: dict[str, object] = {}
+    for key, (version, blob) in snap.states.items():
+        spec = known.get(key)
+        if spec is None or spec.version != version:
+            continue  # rebuilt from the events on open
+        try:
+            states[key] = spec.decode(blob)
+        except Exception as exc:
+            logger.warning(
+                "eventlog: session %r: snapshot state %r does not decode: %s", session_id, key, exc
+            )
+    return Restored(
+        seq=snap.seq,
+        hash=snap.hash,
+        head=head,
+        surface=surface,
+        grammar=grammar,
+        pinned=pinned,
+        states=states,
+    )

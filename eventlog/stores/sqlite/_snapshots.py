@@ -1,0 +1,62 @@
+"""The SQLite side of snapshots: ``{prefix}snapshots(session_id TEXT PRIMARY KEY, seq INTEGER,
+hash BLOB, data BLOB)``, one row per session (its latest snapshot).
+
+The table is created by the first snapshot written, inside its transaction (as attachments
+are), so a database written before snapshots existed opens unchanged (no migration step) and
+gains the table when a session is next flushed past a checkpoint.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ._transaction import transaction
+
+__all__ = ("delete_snapshot", "insert_snapshot", "select_snapshot")
+
+_CREATE = (
+    "CREATE TABLE IF NOT EXISTS {p}snapshots (session_id TEXT PRIMARY KEY, "
+    "seq INTEGER NOT NULL, hash BLOB NOT NULL, data BLOB NOT NULL)"
+)
+
+
+def insert_snapshot(
+    connection: sqlite3.Connection, session_id: str, seq: int, hash: bytes, data: bytes
+) -> bool:
+    """Store the snapshot when the stored event ``seq`` has ``hash`` and no later snapshot is
+    stored; return whether it was stored."""
+    with transaction(connection):
+        connection.execute(_CREATE)
+        cursor = connection.execute(
+            "INSERT INTO {p}snapshots (session_id, seq, hash, data)"
+            " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM {p}events"
+            "  WHERE session_id = ? AND seq = ? AND hash = ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,"
+            "  data = excluded.data WHERE excluded.seq >= {p}snapshots.seq",
+            (session_id, seq, hash, data, session_id, seq, hash),
+        )
+        return cursor.rowcount > 0
+
+
+def select_snapshot(
+    connection: sqlite3.Connection, session_id: str
+) -> tuple[int, bytes, bytes] | None:
+    """The session's snapshot ``(seq, hash, data)``, or ``None`` (also with no table yet)."""
+    try:
+        found = connection.execute(
+            "SELECT seq, hash, data FROM {p}snapshots WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    return None if found is None else (int(found[0]), bytes(found[1]), bytes(found[2]))
+
+
+def delete_snapshot(connection: sqlite3.Connection, session_id: str) -> None:
+    """Delete the session's snapshot, inside the caller's transaction (no table: nothing)."""
+    try:
+        connection.execute("DELETE FROM {p}snapshots WHERE session_id = ?", (session_id,))
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise

@@ -1,0 +1,139 @@
+"""The projections' states in snapshots (docs/stores.md): codecs registered with
+:func:`eventlog.register_snapshot_state`, so a session opened from a snapshot has its timeline,
+inbox and request header at once, without reading the events before the snapshot.
+
+The timeline is carried compactly: its open turn and step, the numbering, the findings, and the
+calls that can still change (the open step's and every unanswered one). The answered calls of
+closed steps are not carried, so on a session opened from a snapshot ``Timeline.calls()`` and
+``Timeline.call()`` know only those and the calls since; a full history is ``timeline`` over a
+session opened with ``verify="full"`` (what the report and the CLI's audit use).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from eventlog import InboxItem, InboxTarget, RequestHeader, SnapshotState, register_snapshot_state
+
+from ._header import REQUEST_HEADER
+from ._timeline import TIMELINE, Finding, OpenStep, OpenTurn, TimelineState, ToolCallState
+from .inbox import INBOX, InboxState
+
+__all__ = ("register",)
+
+_Key = tuple[int, int, str]
+
+
+class _Timeline(msgspec.Struct, array_like=True, frozen=True):
+    seq: int
+    turn: OpenTurn | None
+    step: OpenStep | None
+    last_turn: int
+    last_step: int
+    step_calls: list[_Key]
+    step_proposed: int
+    unanswered: list[_Key]
+    calls: list[ToolCallState]
+    findings: list[Finding]
+
+
+_timeline_decoder = msgspec.msgpack.Decoder(_Timeline)
+
+
+def _encode_timeline(state: TimelineState) -> bytes:
+    keys = dict.fromkeys([*state.step_calls, *state.unanswered])
+    calls = [found for key in keys if (found := state.latest(key)) is not None]
+    return msgspec.msgpack.encode(
+        _Timeline(
+            seq=state.seq,
+            turn=state.turn,
+            step=state.step,
+            last_turn=state.last_turn,
+            last_step=state.last_step,
+            step_calls=list(state.step_calls),
+            step_proposed=state.step_proposed,
+            unanswered=list(state.unanswered),
+            calls=calls,
+            findings=list(state.findings),
+        )
+    )
+
+
+def _decode_timeline(data: bytes) -> TimelineState:
+    stored = _timeline_decoder.decode(data)
+    state = TimelineState()
+    state.seq, state.turn, state.step = stored.seq, stored.turn, stored.step
+    state.last_turn, state.last_step = stored.last_turn, stored.last_step
+    for call in stored.calls:
+        state.put((call.turn, call.step, call.call_id), call)
+    state.step_calls = [tuple(key) for key in stored.step_calls]  # type: ignore[misc]
+    state.step_proposed = stored.step_proposed
+    state.unanswered = {tuple(key): None for key in stored.unanswered}  # type: ignore[misc]
+    state.findings = list(stored.findings)
+    return state
+
+
+class _Inbox(msgspec.Struct, array_like=True, frozen=True):
+    seq: int
+    lists: dict[InboxTarget, list[bytes]]  # each item's JSON
+    ids: list[str]
+    requests: dict[str, int]
+
+
+def _encode_inbox(state: InboxState) -> bytes:
+    lists = {
+        target: [msgspec.json.encode(item) for item in items]
+        for target, items in state.lists.items()
+    }
+    return msgspec.msgpack.encode(
+        _Inbox(seq=state.seq, lists=lists, ids=sorted(state.ids), requests=state.requests)
+    )
+
+
+def _decode_inbox(data: bytes) -> InboxState:
+    stored = msgspec.msgpack.decode(data, type=_Inbox)
+    state = InboxState()
+    state.seq = stored.seq
+    for target, items in stored.lists.items():
+        state.lists[target] = [msgspec.json.decode(raw, type=InboxItem) for raw in items]
+    state.ids = set(stored.ids)
+    state.requests = dict(stored.requests)
+    return state
+
+
+_header_decoder = msgspec.msgpack.Decoder(RequestHeader)
+
+
+def register() -> None:
+    """Register the timeline's, the inbox's and the request header's codecs (done on
+    importing ``projections``)."""
+    register_snapshot_state(
+        SnapshotState(
+            key=TIMELINE.key,
+            version=1,
+            encode=_encode_timeline,
+            decode=_decode_timeline,
+            initial=TIMELINE.initial,
+            apply=TIMELINE.apply,
+        )
+    )
+    register_snapshot_state(
+        SnapshotState(
+            key=INBOX.key,
+            version=1,
+            encode=_encode_inbox,
+            decode=_decode_inbox,
+            initial=INBOX.initial,
+            apply=INBOX.apply,
+        )
+    )
+    register_snapshot_state(
+        SnapshotState(
+            key=REQUEST_HEADER.key,
+            version=1,
+            encode=msgspec.msgpack.encode,
+            decode=_header_decoder.decode,
+            initial=REQUEST_HEADER.initial,
+            apply=REQUEST_HEADER.apply,
+        )
+    )
