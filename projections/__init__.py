@@ -10,7 +10,6 @@ payloads (enqueue, claim, cancel) together in ``projections.inbox``.
 """
 
 from ._formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
-from ._header import REQUEST_HEADER, request_header
 from ._messages import MessagesView, messages, messages_at
 from ._requests import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
@@ -32,12 +31,12 @@ from ._timeline import (
     timeline,
     timeline_at,
 )
+from .header import request_header
 from .inbox import Inbox, inbox
 
 _register_snapshot_states()
 
 __all__ = (
-    "REQUEST_HEADER",
     "Attachments",
     "ANTHROPIC_DEFAULT_MAX_TOKENS",
     "anthropic_request",

@@ -15,8 +15,8 @@ import msgspec
 
 from eventlog import InboxItem, InboxTarget, RequestHeader, SnapshotState, register_snapshot_state
 
-from ._header import REQUEST_HEADER
 from ._timeline import TIMELINE, Finding, OpenStep, OpenTurn, TimelineState, ToolCallState
+from .header import REQUEST_HEADER
 from .inbox import INBOX, InboxState
 
 __all__ = ("register",)

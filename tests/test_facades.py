@@ -46,6 +46,7 @@ FACADES = frozenset(
         # docs/api/projections.md: writing a projection of your own; the inbox payload builders.
         "projections.base",
         "projections.inbox",
+        "projections.header",
         "recovery",
         "recovery.testing",
         "agent",

@@ -12,7 +12,8 @@ from typing import Any, Literal
 import msgspec
 
 from eventlog import Event, Session
-from projections import REQUEST_HEADER, timeline
+from projections import timeline
+from projections.header import REQUEST_HEADER
 
 from ._fates import call_arguments, call_error, call_fate
 

@@ -699,6 +699,35 @@ class LogStore(Store):
         if self._backend_open:
             await self.backend.close()
 
+    async def stored_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
+        """The session's stored snapshot as ``(seq, hash, data)``, unchecked (``data`` is
+        the encoded snapshot with its digest), or ``None``: what the store would open from.
+        For tests and tools that inspect or damage snapshots.
+
+        :raises ValidationError: the id is malformed, or the backend stores no snapshots.
+        :raises ClosedError: the store is closed.
+        """
+        self._check_open()
+        return await self._snapshot_backend().read_snapshot(validate_session_id(session_id))
+
+    async def store_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
+        """Store raw snapshot bytes as the session's snapshot at ``seq`` (see
+        :meth:`Snapshots.write_snapshot`: only if the stored event ``seq`` has ``hash`` and no
+        later snapshot is stored); return whether it was stored. Nothing checks ``data``: a
+        test writes a damaged snapshot so, to watch ``open`` ignore and report it.
+
+        :raises ValidationError: the id is malformed, or the backend stores no snapshots.
+        :raises ClosedError: the store is closed.
+        """
+        self._check_open()
+        backend = self._snapshot_backend()
+        return await backend.write_snapshot(validate_session_id(session_id), seq, hash, data)
+
+    def _snapshot_backend(self) -> Snapshots:
+        if not isinstance(self.backend, Snapshots):
+            raise ValidationError(f"store {self.url!r}: its backend stores no snapshots")
+        return self.backend
+
     def options_over(self, wrap: Callable[[Backend], Backend]) -> dict[str, Any]:
         """The keyword arguments of a new :class:`LogStore` like this one (its event types,
         event size and nesting limits, url) over ``wrap(backend)``: how a tool interposes on

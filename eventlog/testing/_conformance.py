@@ -47,7 +47,7 @@ from .._message import FilePart, ImagePart, Message, TextPart, attachment_digest
 from .._registry import EventTypes
 from .._session import Session
 from .._vocabulary import StepEnd, StepStart, TurnEnd, TurnStart, UserMessage
-from ..stores import LogStore, Snapshots
+from ..stores import LogStore
 
 __all__ = ("StoreConformance", "flip_a_letter", "lease_refusals")
 
@@ -652,9 +652,7 @@ class StoreConformance:
             expected = (session.head, session.last_hash, list(session.surface_index.nodes))
         # (Closing the store waited for the snapshot writes in flight.)
         async with self.make_store(snapshot_every=20) as store:
-            backend = store.backend
-            assert isinstance(backend, Snapshots)
-            stored = await backend.read_snapshot("long")
+            stored = await store.stored_snapshot("long")
             assert stored is not None
             seq, digest, data = stored
             # A torn write (the bytes cut short), a flipped byte and an unknown format: none
@@ -662,7 +660,7 @@ class StoreConformance:
             middle = len(data) // 2
             flipped = data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1 :]
             for damaged in (data[:middle], flipped, data[:3] + b"\x09" + data[4:]):
-                assert await backend.write_snapshot("long", seq, digest, damaged)
+                assert await store.store_snapshot("long", seq, digest, damaged)
                 reopened = await store.open("long")
                 assert reopened.snapshot_fault is not None
                 assert reopened.snapshot_fault.startswith(f"snapshot at seq {seq} not used")
@@ -691,20 +689,17 @@ class StoreConformance:
         async with self.make_store(snapshot_every=20) as store:
             await self._compacting_session(store)
         async with self.make_store(snapshot_every=20) as store:
-            backend = store.backend
-            assert isinstance(backend, Snapshots)
-            assert await backend.read_snapshot("long") is not None
+            assert await store.stored_snapshot("long") is not None
             # A fork starts without one (its chain is its own) ...
             child = await store.fork("long", 9, child_id="child")
-            assert await backend.read_snapshot("child") is None
+            assert await store.stored_snapshot("child") is None
             assert child.loaded_from == 0
             await child.aclose()
             # ... and a delete takes the parent's with it.
             await store.delete("long")
-            assert await backend.read_snapshot("long") is None
+            assert await store.stored_snapshot("long") is None
             # Snapshots off: none is written.
         async with self.make_store(snapshot_every=0) as store:
             session = await self._compacting_session(store)
             await session.aclose()
-            assert isinstance(store.backend, Snapshots)
-            assert await store.backend.read_snapshot("long") is None
+            assert await store.stored_snapshot("long") is None
