@@ -114,21 +114,15 @@ def encode_payload(
                 f"expected payload {info.payload.__name__}{also}, got {type(data).__name__}",
             )
     try:
-        if type(data) is info.payload and info.json_only:
-            # The common case (an instance of a schema of JSON types that does not nest too
+        if type(data) is info.payload and info.fast_depth <= max_nesting:
+            # The common case (an instance of a schema of JSON types that cannot nest too
             # deep), all in msgspec's C code: encode, decode, and the result must equal what
             # was given (a bytes, UUID, datetime or Decimal where a str is declared would read
             # back as a str and differ); no integer of 19 digits or more (maybe beyond 64
-            # bits). A lone surrogate fails the encoding, NaN the decoding. Not too deep: the
-            # schema cannot nest past the limit, or (free-form JSON, such as a message's) the
-            # bytes open no more brackets than the limit: each level opens one, and brackets
-            # inside strings only overcount.
+            # bits). A lone surrogate fails the encoding, NaN the decoding.
             try:
                 raw = _encoder.encode(data)
-                if (
-                    info.fast_depth <= max_nesting
-                    or raw.count(b"{") + raw.count(b"[") <= max_nesting
-                ) and _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
+                if _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
                     payload = info.decoder.decode(raw)
                     if payload == data:
                         return payload, mark_version(raw, info.version)
