@@ -48,6 +48,7 @@ __all__ = (
     "encode_sources",
     "encode_surface",
     "make_row",
+    "make_rows",
     "rechain",
     "stored_version",
     "verify_rows",
@@ -254,6 +255,52 @@ def make_row(
         prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data, session_id
     )
     return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
+
+
+#: The range of the stores' integer columns (SQLite INTEGER, PostgreSQL bigint).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def make_rows(
+    prev_hash: bytes, items: list[tuple[Event, bytes]], session_id: str | None
+) -> list[Row]:
+    """The stored rows of committed events (each with its payload bytes), in order, chaining
+    their hashes from ``prev_hash``: exactly what :func:`make_row` makes of each, in one pass
+    (the writer builds a whole round with it).
+
+    Stops before the first event whose seq or time is not a 64-bit integer (no store holds
+    it): fewer rows than ``items`` mean ``items[len(rows)]`` is such an event.
+    """
+    rows: list[Row] = []
+    push = rows.append
+    # Format 2 hashes start with the same bytes for every event of the session.
+    prefix = None if session_id is None else _V2_DOMAIN + session_id.encode() + b"\x1f"
+    lo, hi, append_op = _INT64_MIN, _INT64_MAX, APPEND
+    for event, data in items:
+        seq, stamp, surface, sources = event.seq, event.time, event.surface, event.sources
+        if (
+            type(seq) is not int
+            or type(stamp) is not int
+            or not lo <= seq <= hi
+            or not lo <= stamp <= hi
+        ):
+            break
+        type_, ignorable = event.type, event.ignorable
+        surface_text = "append" if surface is append_op else encode_surface(surface)
+        sources_text = "[" + ",".join(map(str, sources)) + "]" if sources else "[]"
+        head = (
+            f"{seq}\x1f{type_}\x1f{stamp}\x1f{surface_text or ''}\x1f{sources_text}\x1f"
+            f"{int(ignorable)}\x1f"
+        ).encode()
+        if prefix is None:
+            digest = _blake2b(prev_hash + head + data, digest_size=32).digest()
+        else:
+            digest = (
+                _V2_PREFIX + _blake2b(prefix + prev_hash + head + data, digest_size=32).digest()
+            )
+        push(Row(seq, type_, stamp, surface_text, sources_text, ignorable, data, digest))
+        prev_hash = digest
+    return rows
 
 
 def rechain(rows: list[Row], session_id: str) -> list[Row]:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import NamedTuple
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
+from typing import Any, NamedTuple
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..codec import CHAIN_VERSION, Row, chain_version_of, make_row
+from ..codec import CHAIN_VERSION, Row, chain_version_of, make_rows
 from ..errors import BacklogFullError, ClosedError, ConflictError, EventLogError, StoreWriteError
 from ..event import Event
 
@@ -59,9 +59,9 @@ WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _unstorable(row: Row) -> str:
-    """Why a store cannot hold ``row`` exactly (one of its integer columns is out of range)."""
-    for name, value in (("seq", row.seq), ("time", row.time)):
+def _unstorable(event: Event) -> str:
+    """Why a store cannot hold ``event`` exactly (one of its integer columns is out of range)."""
+    for name, value in (("seq", event.seq), ("time", event.time)):
         if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
             return f"{name} {value!r} is not a 64-bit integer"
     return "an integer column is out of range"
@@ -86,7 +86,17 @@ class _SessionTail:
     :ivar fault: the error that fenced the session, or ``None``.
     """
 
-    __slots__ = ("_w", "binding", "durable", "fault", "last_hash", "queued", "rows", "session_id")
+    __slots__ = (
+        "_w",
+        "binding",
+        "durable",
+        "fault",
+        "last_hash",
+        "queued",
+        "rows",
+        "session_id",
+        "taken",
+    )
 
     def __init__(self, writer: Writer, session_id: str, last_hash: bytes, durable: int) -> None:
         self._w = writer
@@ -102,6 +112,8 @@ class _SessionTail:
         # chain costs the writer, not ``append``.
         self.queued: list[tuple[Event, bytes]] = []
         self.rows: list[Row] = []
+        # The last seq handed to a round (the one in flight, when there is one).
+        self.taken = durable
 
     def check_room(self, seq: int, nbytes: int) -> None:
         """Refuse a commit that would grow the store's backlog past its limit.
@@ -118,9 +130,10 @@ class _SessionTail:
         self.queued.append((event, data))
         self._w.queued(len(data))
 
-    async def flush(self, target: int) -> None:
-        """Return once seq ``target`` is durable (see :meth:`Writer.flush`)."""
-        await self._w.flush(self, target)
+    def flush(self, target: int) -> Coroutine[Any, Any, None]:
+        """Return once seq ``target`` is durable (see :meth:`Writer.flush`); the writer's own
+        coroutine, so a flush awaits one frame less."""
+        return self._w.flush(self, target)
 
     def forget(self) -> None:
         """Drop this session's unwritten events (it was fenced or closed)."""
@@ -207,19 +220,32 @@ class Writer:
     async def flush(self, tail: _SessionTail, target: int) -> None:
         """Return when seq ``target`` of ``tail``'s session is durable.
 
+        A flush whose events a round in flight already holds waits for that round only; any
+        other waits for the next round (it starts after this call, so it covers everything
+        committed before). Every flusher of a round waits on the round's one event.
+
         :raises StoreWriteError: the round that should have written it failed.
         :raises ConflictError: the session was fenced.
         :raises ClosedError: the store is closed.
         """
         while tail.durable < target:
-            self._raise_if_fenced(tail)
+            if tail.fault is not None:
+                self._raise_if_fenced(tail)
             if self._task_group is None:
                 raise ClosedError(
                     f"session {tail.session_id!r}: the store is closed", session_id=tail.session_id
                 )
-            # The next round starts after this call, so it covers everything committed before.
-            round_ = await self._next_round_done()
-            self._raise_if_fenced(tail)
+            round_ = self._in_flight
+            if round_ is None or tail.taken < target:
+                round_ = self._next_round
+                if self._in_flight is not None:
+                    self._again = True
+                elif not self._scheduled:
+                    self._schedule_round()
+                # else: the round is scheduled and takes everything queued when it starts.
+            await round_.done.wait()
+            if tail.fault is not None:
+                self._raise_if_fenced(tail)
             if round_.error is not None and tail.durable < target:
                 raise StoreWriteError(
                     f"session {tail.session_id!r}: writing seqs {tail.durable + 1}..{target} "
@@ -361,49 +387,32 @@ class Writer:
                 self._build(tail, items, rows)
             if rows:
                 taken.append((tail, rows))
+                tail.taken = rows[-1].seq
         return taken
 
     def _build(self, tail: _SessionTail, items: list[tuple[Event, bytes]], rows: list[Row]) -> None:
         """Turn queued events into ``rows``, continuing the tail's hash chain."""
-        prev, bound = tail.last_hash, tail.binding
-        for i, (event, data) in enumerate(items):
-            row = make_row(
-                prev,
-                event.seq,
-                event.type,
-                event.time,
-                event.surface,
-                event.sources,
-                event.ignorable,
-                data,
-                bound,
-            )
+        built = make_rows(tail.last_hash, items, tail.binding)
+        if built:
+            rows += built
+            tail.last_hash = built[-1].hash
+        if len(built) < len(items):
             # Checked here, once per row, so no backend ever sees such a row.
-            seq, stamp = row.seq, row.time
-            if (
-                type(seq) is not int
-                or type(stamp) is not int
-                or not _INT64_MIN <= seq <= _INT64_MAX
-                or not _INT64_MIN <= stamp <= _INT64_MAX
-            ):
-                self._refuse(tail, row, _unstorable(row), items[i:])
-                break
-            rows.append(row)
-            prev = row.hash
-        tail.last_hash = prev
+            event = items[len(built)][0]
+            self._refuse(tail, event.seq, _unstorable(event), items[len(built) :])
 
     def _refuse(
-        self, tail: _SessionTail, row: Row, why: str, dropped: list[tuple[Event, bytes]]
+        self, tail: _SessionTail, seq: int, why: str, dropped: list[tuple[Event, bytes]]
     ) -> None:
         """Fence ``tail``'s session at a row no store can hold; its rows before it are still
         written."""
         self.pending_bytes -= sum([len(data) for _, data in dropped])
         tail.fence(
             StoreWriteError(
-                f"session {tail.session_id!r}, seq {row.seq}: the event cannot be stored: {why}; "
-                f"this session is fenced (events from seq {row.seq} on are not written)",
+                f"session {tail.session_id!r}, seq {seq}: the event cannot be stored: {why}; "
+                f"this session is fenced (events from seq {seq} on are not written)",
                 session_id=tail.session_id,
-                seq=row.seq,
+                seq=seq,
                 hint="reopen the session to continue from the stored log",
             )
         )
