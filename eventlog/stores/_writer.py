@@ -121,14 +121,20 @@ class _SessionTail:
         :raises ClosedError: the store is closed.
         :raises BacklogFullError: too many bytes wait to be written.
         """
-        self._w.check_room(self.session_id, seq, nbytes)
+        w = self._w
+        pending = w.pending_bytes
+        if w.closed or (pending and pending + nbytes > w.max_pending_bytes):
+            w.check_room(self.session_id, seq, nbytes)  # raises
 
     def enqueue(self, event: Event, data: bytes) -> None:
-        """Queue a committed event and its payload bytes."""
+        """Queue a committed event and its payload bytes (and wake the background writer)."""
+        w = self._w
         if not self.queued and not self.rows:
-            self._w.waiting[self] = None
+            w.waiting[self] = None
         self.queued.append((event, data))
-        self._w.queued(len(data))
+        w.pending_bytes += len(data)
+        if not w.woken:
+            w.wake()
 
     def flush(self, target: int) -> Coroutine[Any, Any, None]:
         """Return once seq ``target`` is durable (see :meth:`Writer.flush`); the writer's own
@@ -180,9 +186,11 @@ class Writer:
         self._scheduled = False
         self._round_wanted = anyio.Event()
         self._wake = anyio.Event()
+        #: Whether ``_wake`` is set (read on every commit: cheaper than asking the event).
+        self.woken = False
         # When the oldest event not yet taken by a round was queued (``time.monotonic``).
         self._since = 0.0
-        self._closed = False
+        self.closed = False
         # After a failed round the background writer waits longer before retrying on its own
         # (a flush still retries at once), so a failing disk is not hammered every 10 ms.
         self._backoff = 0.0
@@ -197,7 +205,7 @@ class Writer:
 
     def check_room(self, session_id: str, seq: int, nbytes: int) -> None:
         """Refuse a commit that would grow the backlog past ``max_pending_bytes``."""
-        if self._closed:
+        if self.closed:
             raise ClosedError(f"session {session_id!r}: the store is closed", session_id=session_id)
         if self.pending_bytes and self.pending_bytes + nbytes > self.max_pending_bytes:
             raise BacklogFullError(
@@ -208,12 +216,11 @@ class Writer:
                 hint="the store is not keeping up or is failing; flush() shows why",
             )
 
-    def queued(self, nbytes: int) -> None:
-        """Count a queued event's bytes and wake the background writer."""
-        self.pending_bytes += nbytes
-        if not self._wake.is_set():
-            self._since = time.monotonic()
-            self._wake.set()
+    def wake(self) -> None:
+        """Wake the background writer: the first event since its last round was queued."""
+        self.woken = True
+        self._since = time.monotonic()
+        self._wake.set()
 
     # -- flush side ----------------------------------------------------------------------------
 
@@ -284,6 +291,7 @@ class Writer:
             if delay > 0:
                 await anyio.sleep(delay)
             self._wake = anyio.Event()
+            self.woken = False
             await self._next_round_done()
 
     async def start(self, task_group: TaskGroup) -> None:
@@ -457,5 +465,5 @@ class Writer:
             # A round asked for meanwhile would run in a task the store is about to cancel.
             while (self._scheduled or self._in_flight is not None) and self._task_group:
                 await self._next_round_done()
-        self._closed = True
+        self.closed = True
         self._task_group = None
