@@ -30,7 +30,7 @@ from uuid import UUID
 
 import msgspec
 
-from ._strict import DEFAULT_MAX_NESTING, find_invalid, on_fresh_stack
+from ._strict import _EXOTIC, DEFAULT_MAX_NESTING, _children, find_invalid, on_fresh_stack
 from ._versions import mark_version, split_version
 from .errors import CorruptLogError, UnsupportedFormatError, ValidationError
 from .event import APPEND, Event, Replace, SurfaceOp, Unknown
@@ -115,15 +115,24 @@ def encode_payload(
                 f"expected payload {info.payload.__name__}{also}, got {type(data).__name__}",
             )
     try:
-        if type(data) is info.payload and info.fast_depth <= max_nesting:
-            # The common case (an instance of a schema of JSON types that cannot nest too
-            # deep), all in msgspec's C code: encode, decode, and the result must equal what
-            # was given (a bytes, UUID, datetime or Decimal where a str is declared would read
-            # back as a str and differ); no integer of 19 digits or more (maybe beyond 64
-            # bits). A lone surrogate fails the encoding, NaN the decoding.
+        bounded = info.fast_depth <= max_nesting
+        if type(data) is info.payload and (bounded or _round_trip_exact(info)):
+            # The common case (an instance of a schema of JSON types, and maybe bytes, that
+            # does not nest too deep), all in msgspec's C code: encode, decode, and the result
+            # must equal what was given (a bytes, UUID, datetime or Decimal where a str is
+            # declared would read back as a str and differ); no integer of 19 digits or more
+            # (maybe beyond 64 bits). A lone surrogate fails the encoding, NaN the decoding.
+            # Not too deep: the schema cannot nest past the limit, or (free-form JSON) the
+            # bytes open no more brackets than the limit: each level opens one, and brackets
+            # inside strings only overcount.
             try:
                 raw = _encoder.encode(data)
-                if _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
+                depth = info.max_depth
+                if (
+                    bounded
+                    or (depth is not None and depth <= max_nesting)
+                    or raw.count(b"{") + raw.count(b"[") <= max_nesting
+                ) and _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
                     payload = info.decoder.decode(raw)
                     if payload == data:
                         return payload, mark_version(raw, info.version)
@@ -140,6 +149,39 @@ def encode_payload(
             return on_fresh_stack(_encode_checked, info, data)
     except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise _invalid(info, session_id, seq, str(exc)) from exc
+
+
+#: Per payload class: whether a JSON round trip that gives back an equal value is the whole
+#: strict check (see :func:`_only_bytes_beyond_json`).
+_EXACT_ROUND_TRIP: dict[type, bool] = {}
+
+
+def _round_trip_exact(info: TypeInfo) -> bool:
+    exact = _EXACT_ROUND_TRIP.get(info.payload)
+    if exact is None:
+        schema = msgspec.inspect.type_info(info.payload)
+        exact = _EXACT_ROUND_TRIP[info.payload] = _only_bytes_beyond_json(schema, set())
+    return exact
+
+
+def _only_bytes_beyond_json(schema: msgspec.inspect.Type, seen: set[int]) -> bool:
+    """Whether ``schema`` declares JSON types and ``bytes`` only, every dict keyed by ``str``:
+    then a value that reads back equal from its JSON (within the nesting and integer limits)
+    is one the strict walk accepts too. A ``bytes`` value reads back equal only where bytes are
+    declared (elsewhere it reads back as a base64 ``str``); any other non-JSON value, or a key
+    that is not a ``str``, reads back different or is declared, which this refuses."""
+    if id(schema) in seen:
+        return True
+    seen.add(id(schema))
+    if isinstance(schema, msgspec.inspect.BytesType):
+        return True
+    if isinstance(schema, _EXOTIC):
+        return False
+    if isinstance(schema, msgspec.inspect.DictType) and not isinstance(
+        schema.key_type, msgspec.inspect.StrType
+    ):
+        return False
+    return all(_only_bytes_beyond_json(child, seen) for child in _children(schema))
 
 
 #: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
