@@ -33,7 +33,7 @@ import msgspec
 from ._errors import CorruptLogError, UnsupportedFormatError, ValidationError
 from ._event import APPEND, Event, Replace, SurfaceOp, Unknown
 from ._registry import EventTypes, NewerVersion, TypeInfo
-from ._strict import DEFAULT_MAX_NESTING, find_invalid, on_fresh_stack
+from ._strict import _EXOTIC, DEFAULT_MAX_NESTING, _children, find_invalid, on_fresh_stack
 from ._versions import mark_version, split_version
 
 __all__ = (
@@ -48,6 +48,7 @@ __all__ = (
     "encode_sources",
     "encode_surface",
     "make_row",
+    "make_rows",
     "rechain",
     "stored_version",
     "verify_rows",
@@ -114,15 +115,24 @@ def encode_payload(
                 f"expected payload {info.payload.__name__}{also}, got {type(data).__name__}",
             )
     try:
-        if type(data) is info.payload and info.fast_depth <= max_nesting:
-            # The common case (an instance of a schema of JSON types that cannot nest too
-            # deep), all in msgspec's C code: encode, decode, and the result must equal what
-            # was given (a bytes, UUID, datetime or Decimal where a str is declared would read
-            # back as a str and differ); no integer of 19 digits or more (maybe beyond 64
-            # bits). A lone surrogate fails the encoding, NaN the decoding.
+        bounded = info.fast_depth <= max_nesting
+        if type(data) is info.payload and (bounded or _round_trip_exact(info)):
+            # The common case (an instance of a schema of JSON types, and maybe bytes, that
+            # does not nest too deep), all in msgspec's C code: encode, decode, and the result
+            # must equal what was given (a bytes, UUID, datetime or Decimal where a str is
+            # declared would read back as a str and differ); no integer of 19 digits or more
+            # (maybe beyond 64 bits). A lone surrogate fails the encoding, NaN the decoding.
+            # Not too deep: the schema cannot nest past the limit, or (free-form JSON) the
+            # bytes open no more brackets than the limit: each level opens one, and brackets
+            # inside strings only overcount.
             try:
                 raw = _encoder.encode(data)
-                if _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
+                depth = info.max_depth
+                if (
+                    bounded
+                    or (depth is not None and depth <= max_nesting)
+                    or raw.count(b"{") + raw.count(b"[") <= max_nesting
+                ) and _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
                     payload = info.decoder.decode(raw)
                     if payload == data:
                         return payload, mark_version(raw, info.version)
@@ -139,6 +149,39 @@ def encode_payload(
             return on_fresh_stack(_encode_checked, info, data)
     except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise _invalid(info, session_id, seq, str(exc)) from exc
+
+
+#: Per payload class: whether a JSON round trip that gives back an equal value is the whole
+#: strict check (see :func:`_only_bytes_beyond_json`).
+_EXACT_ROUND_TRIP: dict[type, bool] = {}
+
+
+def _round_trip_exact(info: TypeInfo) -> bool:
+    exact = _EXACT_ROUND_TRIP.get(info.payload)
+    if exact is None:
+        schema = msgspec.inspect.type_info(info.payload)
+        exact = _EXACT_ROUND_TRIP[info.payload] = _only_bytes_beyond_json(schema, set())
+    return exact
+
+
+def _only_bytes_beyond_json(schema: msgspec.inspect.Type, seen: set[int]) -> bool:
+    """Whether ``schema`` declares JSON types and ``bytes`` only, every dict keyed by ``str``:
+    then a value that reads back equal from its JSON (within the nesting and integer limits)
+    is one the strict walk accepts too. A ``bytes`` value reads back equal only where bytes are
+    declared (elsewhere it reads back as a base64 ``str``); any other non-JSON value, or a key
+    that is not a ``str``, reads back different or is declared, which this refuses."""
+    if id(schema) in seen:
+        return True
+    seen.add(id(schema))
+    if isinstance(schema, msgspec.inspect.BytesType):
+        return True
+    if isinstance(schema, _EXOTIC):
+        return False
+    if isinstance(schema, msgspec.inspect.DictType) and not isinstance(
+        schema.key_type, msgspec.inspect.StrType
+    ):
+        return False
+    return all(_only_bytes_beyond_json(child, seen) for child in _children(schema))
 
 
 #: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
@@ -254,6 +297,52 @@ def make_row(
         prev_hash, seq, type_, time, surface_text, sources_text, ignorable, data, session_id
     )
     return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
+
+
+#: The range of the stores' integer columns (SQLite INTEGER, PostgreSQL bigint).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def make_rows(
+    prev_hash: bytes, items: list[tuple[Event, bytes]], session_id: str | None
+) -> list[Row]:
+    """The stored rows of committed events (each with its payload bytes), in order, chaining
+    their hashes from ``prev_hash``: exactly what :func:`make_row` makes of each, in one pass
+    (the writer builds a whole round with it).
+
+    Stops before the first event whose seq or time is not a 64-bit integer (no store holds
+    it): fewer rows than ``items`` mean ``items[len(rows)]`` is such an event.
+    """
+    rows: list[Row] = []
+    push = rows.append
+    # Format 2 hashes start with the same bytes for every event of the session.
+    prefix = None if session_id is None else _V2_DOMAIN + session_id.encode() + b"\x1f"
+    lo, hi, append_op = _INT64_MIN, _INT64_MAX, APPEND
+    for event, data in items:
+        seq, stamp, surface, sources = event.seq, event.time, event.surface, event.sources
+        if (
+            type(seq) is not int
+            or type(stamp) is not int
+            or not lo <= seq <= hi
+            or not lo <= stamp <= hi
+        ):
+            break
+        type_, ignorable = event.type, event.ignorable
+        surface_text = "append" if surface is append_op else encode_surface(surface)
+        sources_text = "[" + ",".join(map(str, sources)) + "]" if sources else "[]"
+        head = (
+            f"{seq}\x1f{type_}\x1f{stamp}\x1f{surface_text or ''}\x1f{sources_text}\x1f"
+            f"{int(ignorable)}\x1f"
+        ).encode()
+        if prefix is None:
+            digest = _blake2b(prev_hash + head + data, digest_size=32).digest()
+        else:
+            digest = (
+                _V2_PREFIX + _blake2b(prefix + prev_hash + head + data, digest_size=32).digest()
+            )
+        push(Row(seq, type_, stamp, surface_text, sources_text, ignorable, data, digest))
+        prev_hash = digest
+    return rows
 
 
 def rechain(rows: list[Row], session_id: str) -> list[Row]:

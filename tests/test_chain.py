@@ -14,7 +14,9 @@ import pytest
 from eventlog import (
     APPEND,
     CorruptLogError,
+    Event,
     Message,
+    Replace,
     StepEnd,
     StepStart,
     TurnEnd,
@@ -23,6 +25,7 @@ from eventlog import (
     UserMessage,
     open_store,
 )
+from eventlog._codec import make_row, make_rows
 from eventlog.stores import MemoryData, chain_hash
 from tests.fixtures.make_format1 import fixture_types
 
@@ -212,3 +215,28 @@ async def test_format1_sessions_stay_format1_and_new_ones_are_format2(tmp_path: 
         reopened = await store.open(child_id)
         parent = await store.open("agent-run")
         assert [e.data for e in reopened.events()][:16] == [e.data for e in parent.events()][:16]
+
+
+@pytest.mark.parametrize("session_id", ["s", None], ids=["format 2", "format 1"])
+def test_rows_built_a_round_at_a_time_are_the_rows_built_one_by_one(session_id: str | None) -> None:
+    """The writer's one-pass row building chains exactly as ``make_row`` does, for every kind
+    of envelope, and stops before an event no store can hold."""
+    events = [
+        Event(seq=0, type="user/message", time=5, data=None, surface=APPEND),
+        Event(seq=1, type="app/note", time=6, data=None, ignorable=True),
+        Event(seq=2, type="app/summary", time=7, data=None, surface=Replace(0, 2), sources=(0, 1)),
+        Event(seq=3, type="app/note", time=8, data=None, sources=(2,)),
+        Event(seq=4, type="app/note", time=2**63, data=None),
+    ]
+    items = [(event, f'{{"n":{event.seq}}}'.encode()) for event in events]
+    prev = b"\x02" + bytes(32) if session_id else bytes(32)
+    expected, hash_ = [], prev
+    for e, data in items[:4]:
+        row = make_row(
+            hash_, e.seq, e.type, e.time, e.surface, e.sources, e.ignorable, data, session_id
+        )
+        expected.append(row)
+        hash_ = row.hash
+    assert make_rows(prev, items, session_id) == expected
+    assert make_rows(prev, items[:2], session_id) == expected[:2]
+    assert make_rows(prev, [], session_id) == []

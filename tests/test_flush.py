@@ -141,6 +141,61 @@ async def test_agents_woken_by_one_round_share_the_next() -> None:
         assert all(s.durable == 2 for s in sessions)
 
 
+async def test_a_flush_whose_events_are_in_flight_returns_with_that_round() -> None:
+    """A second flusher of a session whose events the round in flight already holds waits for
+    that round only, not for the next one (which another session's commit asked for)."""
+    disk = FailingDisk()
+    disk.release = anyio.Event()
+    async with LogStore(disk, write_delay=60) as store:
+        a, b = await store.create(session_id="a"), await store.create(session_id="b")
+        _say(a, "in flight")
+        b_durable_when_a_returned: list[int] = []
+
+        async def second_flush_of_a() -> None:
+            await a.flush()
+            b_durable_when_a_returned.append(b.durable)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.flush)
+            await disk.entered.wait()  # the round of a's event is being written
+            tg.start_soon(second_flush_of_a)
+            _say(b, "committed while a's round is in flight")
+            tg.start_soon(b.flush)
+            await anyio.wait_all_tasks_blocked()
+            disk.release.set()
+        # a's second flush returned with the round that wrote a's event, before b's round.
+        assert b_durable_when_a_returned == [-1]
+        assert disk.rounds == [[("a", [0])], [("b", [0])]]
+        assert (a.durable, b.durable) == (0, 0)
+
+
+async def test_a_failed_round_in_flight_fails_the_flush_that_joined_it() -> None:
+    disk = FailingDisk()
+    disk.release = anyio.Event()
+    async with LogStore(disk, write_delay=60) as store:
+        session = await store.create(session_id="s")
+        _say(session, "kept")
+        failures: list[str] = []
+
+        async def flush_expecting_failure() -> None:
+            with pytest.raises(StoreWriteError) as caught:
+                await session.flush()
+            failures.append(caught.value.message)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(flush_expecting_failure)
+            await disk.entered.wait()
+            tg.start_soon(flush_expecting_failure)  # joins the round in flight
+            await anyio.wait_all_tasks_blocked()
+            disk.failing = True
+            disk.release.set()
+        assert len(failures) == 2 and session.durable == -1
+        # Nothing was lost: the next flush writes the event once.
+        disk.failing = False
+        await session.flush()
+        assert session.durable == 0 and disk.rounds == [[("s", [0])]]
+
+
 async def test_closing_a_session_whose_flush_fails_keeps_it_open() -> None:
     disk = FailingDisk()
     async with LogStore(disk, write_delay=60) as store:

@@ -345,6 +345,41 @@ async def test_an_app_type_with_a_bytes_field_keeps_its_bytes_strictly() -> None
         refuse(session, lambda: session.append("app/blob", Blob(name=b"c", body=b"")), "str")  # type: ignore[arg-type]
 
 
+async def test_a_schema_with_bytes_is_held_to_the_walk_s_rules_on_the_fast_path() -> None:
+    """A schema of JSON types and bytes (as messages are, for their media) is validated by a
+    JSON round trip; what only the walk refuses still is: a dict key that is not a str where
+    the schema declares int keys, nesting past the limit, a 64-bit overflow, NaN."""
+
+    class Doc(msgspec.Struct, frozen=True, kw_only=True):
+        body: bytes = b""
+        by_number: dict[int, str] = {}
+        free: Any = None
+        ratio: float = 0.0
+
+    types = EventTypes()
+    types.register("app/doc", Doc)
+    async with open_store("memory:", types=types, max_nesting=8) as store:
+        session = await store.create(session_id="s")
+        # Valid: bytes, and brackets inside strings (more than the limit) are only text.
+        text = "[{" * 40
+        stored = session.append("app/doc", Doc(body=b"\x00", free={"t": text}))
+        assert stored.data == Doc(body=b"\x00", free={"t": text})
+        refuse(
+            session,
+            lambda: session.append("app/doc", Doc(by_number={1: "one"})),
+            "a key of type int at `$.by_number`",
+        )
+        refuse(
+            session,
+            lambda: session.append("app/doc", Doc(free=nested(8))),
+            "nesting deeper than 8 levels",
+        )
+        refuse(session, lambda: session.append("app/doc", Doc(free=2**64)), "does not fit 64 bits")
+        refuse(session, lambda: session.append("app/doc", Doc(ratio=math.nan)), "non-finite")
+        refuse(session, lambda: session.append("app/doc", Doc(free=b"x")), "does not read back")
+        assert session.head == 0
+
+
 # -- wrong argument types ------------------------------------------------------------------------
 
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import NamedTuple
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
+from typing import Any, NamedTuple
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from .._codec import CHAIN_VERSION, Row, chain_version_of, make_row
+from .._codec import CHAIN_VERSION, Row, chain_version_of, make_rows
 from .._errors import BacklogFullError, ClosedError, ConflictError, EventLogError, StoreWriteError
 from .._event import Event
 
@@ -59,9 +59,9 @@ WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _unstorable(row: Row) -> str:
-    """Why a store cannot hold ``row`` exactly (one of its integer columns is out of range)."""
-    for name, value in (("seq", row.seq), ("time", row.time)):
+def _unstorable(event: Event) -> str:
+    """Why a store cannot hold ``event`` exactly (one of its integer columns is out of range)."""
+    for name, value in (("seq", event.seq), ("time", event.time)):
         if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
             return f"{name} {value!r} is not a 64-bit integer"
     return "an integer column is out of range"
@@ -86,7 +86,17 @@ class _SessionTail:
     :ivar fault: the error that fenced the session, or ``None``.
     """
 
-    __slots__ = ("_w", "binding", "durable", "fault", "last_hash", "queued", "rows", "session_id")
+    __slots__ = (
+        "_w",
+        "binding",
+        "durable",
+        "fault",
+        "last_hash",
+        "queued",
+        "rows",
+        "session_id",
+        "taken",
+    )
 
     def __init__(self, writer: Writer, session_id: str, last_hash: bytes, durable: int) -> None:
         self._w = writer
@@ -102,6 +112,8 @@ class _SessionTail:
         # chain costs the writer, not ``append``.
         self.queued: list[tuple[Event, bytes]] = []
         self.rows: list[Row] = []
+        # The last seq handed to a round (the one in flight, when there is one).
+        self.taken = durable
 
     def check_room(self, seq: int, nbytes: int) -> None:
         """Refuse a commit that would grow the store's backlog past its limit.
@@ -109,18 +121,25 @@ class _SessionTail:
         :raises ClosedError: the store is closed.
         :raises BacklogFullError: too many bytes wait to be written.
         """
-        self._w.check_room(self.session_id, seq, nbytes)
+        w = self._w
+        pending = w.pending_bytes
+        if w.closed or (pending and pending + nbytes > w.max_pending_bytes):
+            w.check_room(self.session_id, seq, nbytes)  # raises
 
     def enqueue(self, event: Event, data: bytes) -> None:
-        """Queue a committed event and its payload bytes."""
+        """Queue a committed event and its payload bytes (and wake the background writer)."""
+        w = self._w
         if not self.queued and not self.rows:
-            self._w.waiting[self] = None
+            w.waiting[self] = None
         self.queued.append((event, data))
-        self._w.queued(len(data))
+        w.pending_bytes += len(data)
+        if not w.woken:
+            w.wake()
 
-    async def flush(self, target: int) -> None:
-        """Return once seq ``target`` is durable (see :meth:`Writer.flush`)."""
-        await self._w.flush(self, target)
+    def flush(self, target: int) -> Coroutine[Any, Any, None]:
+        """Return once seq ``target`` is durable (see :meth:`Writer.flush`); the writer's own
+        coroutine, so a flush awaits one frame less."""
+        return self._w.flush(self, target)
 
     def forget(self) -> None:
         """Drop this session's unwritten events (it was fenced or closed)."""
@@ -167,9 +186,11 @@ class Writer:
         self._scheduled = False
         self._round_wanted = anyio.Event()
         self._wake = anyio.Event()
+        #: Whether ``_wake`` is set (read on every commit: cheaper than asking the event).
+        self.woken = False
         # When the oldest event not yet taken by a round was queued (``time.monotonic``).
         self._since = 0.0
-        self._closed = False
+        self.closed = False
         # After a failed round the background writer waits longer before retrying on its own
         # (a flush still retries at once), so a failing disk is not hammered every 10 ms.
         self._backoff = 0.0
@@ -184,7 +205,7 @@ class Writer:
 
     def check_room(self, session_id: str, seq: int, nbytes: int) -> None:
         """Refuse a commit that would grow the backlog past ``max_pending_bytes``."""
-        if self._closed:
+        if self.closed:
             raise ClosedError(f"session {session_id!r}: the store is closed", session_id=session_id)
         if self.pending_bytes and self.pending_bytes + nbytes > self.max_pending_bytes:
             raise BacklogFullError(
@@ -195,31 +216,43 @@ class Writer:
                 hint="the store is not keeping up or is failing; flush() shows why",
             )
 
-    def queued(self, nbytes: int) -> None:
-        """Count a queued event's bytes and wake the background writer."""
-        self.pending_bytes += nbytes
-        if not self._wake.is_set():
-            self._since = time.monotonic()
-            self._wake.set()
+    def wake(self) -> None:
+        """Wake the background writer: the first event since its last round was queued."""
+        self.woken = True
+        self._since = time.monotonic()
+        self._wake.set()
 
     # -- flush side ----------------------------------------------------------------------------
 
     async def flush(self, tail: _SessionTail, target: int) -> None:
         """Return when seq ``target`` of ``tail``'s session is durable.
 
+        A flush whose events a round in flight already holds waits for that round only; any
+        other waits for the next round (it starts after this call, so it covers everything
+        committed before). Every flusher of a round waits on the round's one event.
+
         :raises StoreWriteError: the round that should have written it failed.
         :raises ConflictError: the session was fenced.
         :raises ClosedError: the store is closed.
         """
         while tail.durable < target:
-            self._raise_if_fenced(tail)
+            if tail.fault is not None:
+                self._raise_if_fenced(tail)
             if self._task_group is None:
                 raise ClosedError(
                     f"session {tail.session_id!r}: the store is closed", session_id=tail.session_id
                 )
-            # The next round starts after this call, so it covers everything committed before.
-            round_ = await self._next_round_done()
-            self._raise_if_fenced(tail)
+            round_ = self._in_flight
+            if round_ is None or tail.taken < target:
+                round_ = self._next_round
+                if self._in_flight is not None:
+                    self._again = True
+                elif not self._scheduled:
+                    self._schedule_round()
+                # else: the round is scheduled and takes everything queued when it starts.
+            await round_.done.wait()
+            if tail.fault is not None:
+                self._raise_if_fenced(tail)
             if round_.error is not None and tail.durable < target:
                 raise StoreWriteError(
                     f"session {tail.session_id!r}: writing seqs {tail.durable + 1}..{target} "
@@ -258,6 +291,7 @@ class Writer:
             if delay > 0:
                 await anyio.sleep(delay)
             self._wake = anyio.Event()
+            self.woken = False
             await self._next_round_done()
 
     async def start(self, task_group: TaskGroup) -> None:
@@ -361,49 +395,32 @@ class Writer:
                 self._build(tail, items, rows)
             if rows:
                 taken.append((tail, rows))
+                tail.taken = rows[-1].seq
         return taken
 
     def _build(self, tail: _SessionTail, items: list[tuple[Event, bytes]], rows: list[Row]) -> None:
         """Turn queued events into ``rows``, continuing the tail's hash chain."""
-        prev, bound = tail.last_hash, tail.binding
-        for i, (event, data) in enumerate(items):
-            row = make_row(
-                prev,
-                event.seq,
-                event.type,
-                event.time,
-                event.surface,
-                event.sources,
-                event.ignorable,
-                data,
-                bound,
-            )
+        built = make_rows(tail.last_hash, items, tail.binding)
+        if built:
+            rows += built
+            tail.last_hash = built[-1].hash
+        if len(built) < len(items):
             # Checked here, once per row, so no backend ever sees such a row.
-            seq, stamp = row.seq, row.time
-            if (
-                type(seq) is not int
-                or type(stamp) is not int
-                or not _INT64_MIN <= seq <= _INT64_MAX
-                or not _INT64_MIN <= stamp <= _INT64_MAX
-            ):
-                self._refuse(tail, row, _unstorable(row), items[i:])
-                break
-            rows.append(row)
-            prev = row.hash
-        tail.last_hash = prev
+            event = items[len(built)][0]
+            self._refuse(tail, event.seq, _unstorable(event), items[len(built) :])
 
     def _refuse(
-        self, tail: _SessionTail, row: Row, why: str, dropped: list[tuple[Event, bytes]]
+        self, tail: _SessionTail, seq: int, why: str, dropped: list[tuple[Event, bytes]]
     ) -> None:
         """Fence ``tail``'s session at a row no store can hold; its rows before it are still
         written."""
         self.pending_bytes -= sum([len(data) for _, data in dropped])
         tail.fence(
             StoreWriteError(
-                f"session {tail.session_id!r}, seq {row.seq}: the event cannot be stored: {why}; "
-                f"this session is fenced (events from seq {row.seq} on are not written)",
+                f"session {tail.session_id!r}, seq {seq}: the event cannot be stored: {why}; "
+                f"this session is fenced (events from seq {seq} on are not written)",
                 session_id=tail.session_id,
-                seq=row.seq,
+                seq=seq,
                 hint="reopen the session to continue from the stored log",
             )
         )
@@ -448,5 +465,5 @@ class Writer:
             # A round asked for meanwhile would run in a task the store is about to cancel.
             while (self._scheduled or self._in_flight is not None) and self._task_group:
                 await self._next_round_done()
-        self._closed = True
+        self.closed = True
         self._task_group = None
