@@ -11,6 +11,9 @@ session opened with ``verify="full"`` (what the report and the CLI's audit use).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import msgspec
 
 from eventlog import InboxItem, InboxTarget, RequestHeader, SnapshotState, register_snapshot_state
@@ -106,34 +109,20 @@ _header_decoder = msgspec.msgpack.Decoder(RequestHeader)
 
 def register() -> None:
     """Register the timeline's, the inbox's and the request header's codecs (done on
-    importing ``projections``)."""
-    register_snapshot_state(
-        SnapshotState(
-            key=TIMELINE.key,
-            version=1,
-            encode=_encode_timeline,
-            decode=_decode_timeline,
-            initial=TIMELINE.initial,
-            apply=TIMELINE.apply,
-        )
+    importing ``projections``); each is at version 1."""
+    codecs: tuple[tuple[Any, Callable[[Any], bytes], Callable[[bytes], Any]], ...] = (
+        (TIMELINE, _encode_timeline, _decode_timeline),
+        (INBOX, _encode_inbox, _decode_inbox),
+        (REQUEST_HEADER, msgspec.msgpack.encode, _header_decoder.decode),
     )
-    register_snapshot_state(
-        SnapshotState(
-            key=INBOX.key,
-            version=1,
-            encode=_encode_inbox,
-            decode=_decode_inbox,
-            initial=INBOX.initial,
-            apply=INBOX.apply,
+    for projection, encode, decode in codecs:
+        register_snapshot_state(
+            SnapshotState(
+                key=projection.key,
+                version=1,
+                encode=encode,
+                decode=decode,
+                initial=projection.initial,
+                apply=projection.apply,
+            )
         )
-    )
-    register_snapshot_state(
-        SnapshotState(
-            key=REQUEST_HEADER.key,
-            version=1,
-            encode=msgspec.msgpack.encode,
-            decode=_header_decoder.decode,
-            initial=REQUEST_HEADER.initial,
-            apply=REQUEST_HEADER.apply,
-        )
-    )
