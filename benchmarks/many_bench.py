@@ -11,7 +11,10 @@ flushes raised ``StoreWriteError`` or "database is locked" (must be 0).
 The same work against:
 
 - raw ``sqlite3`` inserting the same rows (the store's own columns, payload bytes and hashes,
-  precomputed) in ONE transaction: the floor; and with one transaction per flush per session
+  precomputed) in ONE transaction: the floor the issue names; in one transaction per
+  checkpoint wave (18 commits, each holding every session's rows of that checkpoint: the
+  fewest durable commits with which each agent's checkpoint is durable before its next one,
+  what group commit can reach at best); and with one transaction per flush per session
   (18 x N commits, sessions interleaved), for context. WAL, ``synchronous=FULL`` (as the
   store's ``durability="power-loss"``);
 - openai-agents ``SQLiteSession`` (one per session on the same file, ``add_items`` at each
@@ -166,7 +169,12 @@ def _params(sid: str, rows: list[Row]) -> list[tuple[Any, ...]]:
     ]
 
 
-def _raw_sqlite(path: Path, count: int, grouped: list[list[Row]], *, per_flush: bool) -> Run:
+def _raw_sqlite(path: Path, count: int, grouped: list[list[Row]], *, mode: str) -> Run:
+    """Raw ``sqlite3`` writing the rows of ``count`` sessions: ``mode`` is ``"one"`` (every row
+    in one transaction), ``"wave"`` (one transaction per checkpoint holding every session's
+    rows of it: the fewest durable commits with which each checkpoint is durable before the
+    next is written, what group commit does at best) or ``"per-flush"`` (one per session and
+    checkpoint)."""
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
@@ -175,7 +183,7 @@ def _raw_sqlite(path: Path, count: int, grouped: list[list[Row]], *, per_flush: 
     params = [[_params(f"s{i}", rows) for rows in grouped] for i in range(count)]
     flushes: list[float] = []
     start = time.perf_counter()
-    if per_flush:
+    if mode == "per-flush":
         for group in range(len(grouped)):
             for i in range(count):
                 began = time.perf_counter()
@@ -183,6 +191,12 @@ def _raw_sqlite(path: Path, count: int, grouped: list[list[Row]], *, per_flush: 
                 connection.executemany(_ROWS_INSERT, params[i][group])
                 connection.execute("COMMIT")
                 flushes.append(time.perf_counter() - began)
+    elif mode == "wave":
+        for group in range(len(grouped)):
+            connection.execute("BEGIN IMMEDIATE")
+            for i in range(count):
+                connection.executemany(_ROWS_INSERT, params[i][group])
+            connection.execute("COMMIT")
     else:
         connection.execute("BEGIN IMMEDIATE")
         for session in params:
@@ -327,9 +341,12 @@ def _sqlite_contenders(grouped: list[list[Row]]) -> dict[str, Callable[[Path, in
 
     contenders: dict[str, Callable[[Path, int], Run]] = {
         "eventlog SQLite": eventlog,
-        "raw sqlite3, one transaction": lambda p, n: _raw_sqlite(p, n, grouped, per_flush=False),
+        "raw sqlite3, one transaction": lambda p, n: _raw_sqlite(p, n, grouped, mode="one"),
+        "raw sqlite3, a transaction per checkpoint wave": lambda p, n: _raw_sqlite(
+            p, n, grouped, mode="wave"
+        ),
         "raw sqlite3, a transaction per flush": lambda p, n: _raw_sqlite(
-            p, n, grouped, per_flush=True
+            p, n, grouped, mode="per-flush"
         ),
     }
     try:
