@@ -544,10 +544,14 @@ class Session:
         """Hand the state at ``head`` (all durable) to the store's checkpoint: it captures it
         now and writes it in the background; a failure there is logged, never raised."""
         # At least as many events as the surface has nodes until the next one: a snapshot
-        # holds the surface, so this keeps what snapshots write within what the log writes
-        # (a session that never compacts gets ever rarer ones, not one log-sized per N).
+        # holds the surface, so this keeps what snapshots write within what the log writes.
         every = self._snapshot_every
         self._next_snapshot = self.head + max(every, len(self._surface)) if every else _NEVER
+        if 2 * len(self._surface) > self.head + 1:
+            # The surface holds more than half the log (a session that has not compacted):
+            # a snapshot would be mostly a second copy of the log, and opening from it would
+            # hold both copies at once; a replay reads the log once. Not worth one.
+            return
         assert self._checkpoint is not None
         try:
             self._checkpoint(self)
