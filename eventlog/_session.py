@@ -547,10 +547,11 @@ class Session:
         # holds the surface, so this keeps what snapshots write within what the log writes.
         every = self._snapshot_every
         self._next_snapshot = self.head + max(every, len(self._surface)) if every else _NEVER
-        if 2 * len(self._surface) > self.head + 1:
-            # The surface holds more than half the log (a session that has not compacted):
-            # a snapshot would be mostly a second copy of the log, and opening from it would
-            # hold both copies at once; a replay reads the log once. Not worth one.
+        if self._surface.generation == 0 or 2 * len(self._surface) > self.head + 1:
+            # A session that has never compacted (no surface Replace yet), or whose surface
+            # holds more than half its events: its messages are most of its log's bytes, so a
+            # snapshot would be a second copy of the log (twice the file), and an open from it
+            # would hold both copies at once; a replay reads the log once. Not worth one.
             return
         assert self._checkpoint is not None
         try:
