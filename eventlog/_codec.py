@@ -33,7 +33,15 @@ import msgspec
 from ._errors import CorruptLogError, UnsupportedFormatError, ValidationError
 from ._event import APPEND, Event, Replace, SurfaceOp, Unknown
 from ._registry import EventTypes, NewerVersion, TypeInfo
-from ._strict import _EXOTIC, DEFAULT_MAX_NESTING, _children, find_invalid, on_fresh_stack
+from ._strict import (
+    _EXOTIC,
+    DEFAULT_MAX_NESTING,
+    INT64_MAX,
+    INT64_MIN,
+    _children,
+    find_invalid,
+    on_fresh_stack,
+)
 from ._versions import mark_version, split_version
 
 __all__ = (
@@ -299,10 +307,6 @@ def make_row(
     return Row(seq, type_, time, surface_text, sources_text, ignorable, data, digest)
 
 
-#: The range of the stores' integer columns (SQLite INTEGER, PostgreSQL bigint).
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
 def make_rows(
     prev_hash: bytes, items: list[tuple[Event, bytes]], session_id: str | None
 ) -> list[Row]:
@@ -317,7 +321,7 @@ def make_rows(
     push = rows.append
     # Format 2 hashes start with the same bytes for every event of the session.
     prefix = None if session_id is None else _V2_DOMAIN + session_id.encode() + b"\x1f"
-    lo, hi, append_op = _INT64_MIN, _INT64_MAX, APPEND
+    lo, hi, append_op = INT64_MIN, INT64_MAX, APPEND
     for event, data in items:
         seq, stamp, surface, sources = event.seq, event.time, event.surface, event.sources
         if (

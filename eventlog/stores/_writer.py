@@ -33,6 +33,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from .._codec import CHAIN_VERSION, Row, chain_version_of, make_rows
 from .._errors import BacklogFullError, ClosedError, ConflictError, EventLogError, StoreWriteError
 from .._event import Event
+from .._strict import INT64_MAX, INT64_MIN
 
 __all__ = ("Batch", "WriteFunction", "Writer")
 
@@ -55,14 +56,11 @@ class Batch(NamedTuple):
 #: sessions whose ``expected_head`` did not match (those rows were not written).
 WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
 
-#: The range of the stores' integer columns (SQLite INTEGER, PostgreSQL bigint).
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
 
 def _unstorable(event: Event) -> str:
     """Why a store cannot hold ``event`` exactly (one of its integer columns is out of range)."""
     for name, value in (("seq", event.seq), ("time", event.time)):
-        if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+        if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:
             return f"{name} {value!r} is not a 64-bit integer"
     return "an integer column is out of range"
 
@@ -244,12 +242,7 @@ class Writer:
                 )
             round_ = self._in_flight
             if round_ is None or tail.taken < target:
-                round_ = self._next_round
-                if self._in_flight is not None:
-                    self._again = True
-                elif not self._scheduled:
-                    self._schedule_round()
-                # else: the round is scheduled and takes everything queued when it starts.
+                round_ = self._ask_for_round()
             await round_.done.wait()
             if tail.fault is not None:
                 self._raise_if_fenced(tail)
@@ -311,14 +304,18 @@ class Writer:
 
     async def _next_round_done(self) -> _Round:
         """Ask for the next round and return it once it finished."""
-        round_ = self._next_round
+        round_ = self._ask_for_round()
+        await round_.done.wait()
+        return round_
+
+    def _ask_for_round(self) -> _Round:
+        """Ask for the next round (after the one in flight, if any) and return it."""
         if self._in_flight is not None:
             self._again = True
         elif not self._scheduled:
             self._schedule_round()
         # else: the round is scheduled and takes everything queued when it starts.
-        await round_.done.wait()
-        return round_
+        return self._next_round
 
     def _schedule_round(self) -> None:
         """Ask the rounds task (of the store's task group: a cancelled flush caller neither
