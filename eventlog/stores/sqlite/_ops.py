@@ -20,7 +20,7 @@ from .._base import SessionInfo, SessionRecord, delete_refused, session_not_foun
 from .._owners import owner_alive
 from .._writer import Batch
 from ._snapshots import delete_snapshot
-from ._transaction import WriteLockBusy, transaction, waiting_for_lock
+from ._transaction import WriteLockBusy, one_statement, transaction, waiting_for_lock
 
 __all__ = (
     "acquire_lease",
@@ -44,11 +44,13 @@ __all__ = (
 # travel as one JSON array, payloads and hashes as two concatenated blobs sliced by offset. Each
 # statement is a round trip for the GIL (released while SQLite works, taken back after), and
 # the writer thread waits long for the GIL while the event loop is busy: with `executemany` it
-# waited after every row (a 10,800-row round took seconds, not 70 ms), so a round on the thread
-# is four statements however many rows and sessions it holds. JSON has one number type: an
-# integer column gets its value only when it is a JSON integer (in SQLite's 64-bit range),
-# otherwise NULL, which the NOT NULL column refuses: the round fails instead of storing a REAL.
-# (The writer never hands a backend such a row; this keeps the file exact if one came.)
+# waited after every row (a 10,800-row round took seconds, not 70 ms). So a packed round is ONE
+# statement, an insert into a temporary view whose trigger moves every session's head and
+# inserts every row, run in autocommit (`_transaction.one_statement`): the write lock, the
+# writes and the commit's fsync are one call, the GIL is handed back once. JSON has one number
+# type: an integer column gets its value only when it is a JSON integer (in SQLite's 64-bit
+# range), otherwise NULL, which the NOT NULL column refuses: the round fails instead of storing
+# a REAL. (The writer never hands a backend such a row; this keeps the file exact if one came.)
 _INSERT = (
     "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
     "SELECT json_extract(j.value, '$[10]'), "
@@ -57,19 +59,34 @@ _INSERT = (
     "iif(typeof(json_extract(j.value, '$[2]')) = 'integer', json_extract(j.value, '$[2]'), NULL), "
     "json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), "
     "json_extract(j.value, '$[5]'), "
-    "CAST(substr(?2, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "
-    "substr(?3, json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]')) "
-    "FROM json_each(?1) AS j"
+    "CAST(substr({datas}, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "
+    "substr({hashes}, json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]')) "
+    "FROM json_each({envelopes}) AS j"
 )
-# Every session's tail check and head move in one statement: it moves the heads that still
-# equal the expected ones and whose lease is still the writer's (``[session, new head, expected
-# head, owner]`` per session): a stale writer never writes into a session deleted and created
-# again meanwhile, whose head may well be the one it expects.
-_MOVE_HEADS = (
-    "UPDATE {p}sessions SET head = j.value ->> 1 FROM json_each(?1) AS j "
+#: The message of the packed round's abort when a head or lease did not match.
+_HEAD_MOVED = "eventlog: a head or lease moved"
+# The packed round's view and trigger, in the writer connection's own TEMP schema (made once
+# per connection). The trigger moves the heads that still equal the expected ones and whose
+# lease is still the writer's (``[session, new head, expected head, owner]`` per session: a stale
+# writer never writes into a session deleted and created again meanwhile, whose head may well
+# be the one it expects), aborts the whole statement (nothing written) unless every session's
+# head moved, then inserts the rows.
+_ROUND_VIEW = (
+    "CREATE TEMP VIEW IF NOT EXISTS eventlog_round (heads, envelopes, datas, hashes) "
+    "AS SELECT NULL, NULL, NULL, NULL"
+)
+_ROUND_TRIGGER = (
+    "CREATE TEMP TRIGGER IF NOT EXISTS eventlog_round_write "
+    "INSTEAD OF INSERT ON eventlog_round BEGIN "
+    "UPDATE {p}sessions SET head = j.value ->> 1 FROM json_each(NEW.heads) AS j "
     "WHERE {p}sessions.id = j.value ->> 0 AND {p}sessions.head = j.value ->> 2 "
-    "AND {p}sessions.writer = j.value ->> 3"
+    "AND {p}sessions.writer = j.value ->> 3; "
+    f"SELECT RAISE(ABORT, '{_HEAD_MOVED}') WHERE changes() != json_array_length(NEW.heads); "
+    + _INSERT.format(p="{p}", datas="NEW.datas", hashes="NEW.hashes", envelopes="NEW.envelopes")
+    + "; END"
 )
+_ROUND = "INSERT INTO temp.eventlog_round (heads, envelopes, datas, hashes) VALUES (?, ?, ?, ?)"
+_INSERT_PACKED = _INSERT.format(p="{p}", datas="?2", hashes="?3", envelopes="?1")
 _INSERT_ROW = (
     "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
@@ -90,8 +107,8 @@ _encoder = msgspec.json.Encoder()
 
 
 def _packed(batches: Iterable[tuple[str, Sequence[Row]]]) -> tuple[str, bytes, bytes]:
-    """The parameters of :data:`_INSERT` for each ``(session_id, rows)`` (the JSON bound as
-    TEXT: SQLite 3.45+ would read a BLOB as its binary JSONB format)."""
+    """The envelopes, payloads and hashes of :data:`_INSERT` for each ``(session_id, rows)``
+    (the JSON bound as TEXT: SQLite 3.45+ would read a BLOB as its binary JSONB format)."""
     envelopes = []
     datas: list[bytes] = []
     hashes: list[bytes] = []
@@ -108,8 +125,8 @@ def _packed(batches: Iterable[tuple[str, Sequence[Row]]]) -> tuple[str, bytes, b
     return _encoder.encode(envelopes).decode(), b"".join(datas), b"".join(hashes)
 
 
-#: The parameters of the packed round: the heads' JSON for :data:`_MOVE_HEADS`, then those of
-#: :data:`_INSERT`.
+#: The parameters of the packed round: the heads' JSON, then the envelopes, payloads and
+#: hashes (see :data:`_ROUND_TRIGGER`).
 Packed = tuple[str, tuple[str, bytes, bytes]]
 
 
@@ -136,7 +153,7 @@ def write_batches(
     written).
 
     For the writer thread: waits up to ``busy_timeout_ms`` for another process's write lock,
-    and writes the round in a few statements (see :data:`_INSERT`), with ``packed`` (see
+    and writes the round in one statement (see :data:`_ROUND_TRIGGER`), with ``packed`` (see
     :func:`pack`) when given.
     """
     if _write_packed(connection, batches, packed or pack(batches, owners), busy_timeout_ms):
@@ -171,31 +188,36 @@ def write_batches_now(
         return _write_each(connection, batches, owners, _insert_each)
 
 
-class _HeadMoved(Exception):
-    """The one-statement head move missed a session: its transaction is rolled back."""
-
-
 def _write_packed(
     connection: sqlite3.Connection, batches: Sequence[Batch], packed: Packed, wait_ms: int
 ) -> bool:
-    """The round in two statements (see :data:`_INSERT`), in one transaction. ``True``:
-    committed; ``False``: some head or lease did not match, nothing was written (rolled back).
+    """The round in one statement (see :data:`_ROUND_TRIGGER`), its own transaction. ``True``:
+    committed; ``False``: some head or lease did not match, nothing was written.
 
     :raises WriteLockBusy: ``wait_ms=0`` and another connection holds the write lock.
     """
-    heads, rows = packed
+    heads, (envelopes, datas, hashes) = packed
+    parameters = (heads, envelopes, datas, hashes)
     try:
-        with transaction(connection, wait_ms=wait_ms):
-            if connection.execute(_MOVE_HEADS, (heads,)).rowcount != len(batches):
-                raise _HeadMoved
-            connection.execute(_INSERT, rows)
-        return True
-    except _HeadMoved:
-        return False
+        try:
+            one_statement(connection, _ROUND, parameters, wait_ms=wait_ms)
+        except sqlite3.OperationalError as exc:
+            if "no such table: temp.eventlog_round" not in str(exc):
+                raise
+            # The connection's first packed round: its TEMP view and trigger (they are the
+            # connection's own, gone with it), then the round.
+            connection.execute(_ROUND_VIEW)
+            connection.execute(_ROUND_TRIGGER)
+            one_statement(connection, _ROUND, parameters, wait_ms=wait_ms)
+    except sqlite3.IntegrityError as exc:
+        if str(exc) == _HEAD_MOVED:
+            return False
+        raise
+    return True
 
 
 def _insert_packed(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
-    connection.execute(_INSERT, _packed([(session_id, rows)]))
+    connection.execute(_INSERT_PACKED, _packed([(session_id, rows)]))
 
 
 def _insert_each(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:

@@ -1,8 +1,14 @@
-"""The one way the SQLite backend writes: a ``BEGIN IMMEDIATE`` transaction, and how it waits.
+"""How the SQLite backend writes: a ``BEGIN IMMEDIATE`` transaction, or one statement that is
+its own transaction, and how each waits for the write lock.
 
-Every write path (write rounds, session creation, leases, deletes, attachments, the schema, the
-WAL reserve) opens its transaction with :func:`transaction`. ``BEGIN IMMEDIATE`` takes the
-write lock up front, so a transaction never fails half-way on a lock upgrade.
+Every write path (session creation, leases, deletes, attachments, the schema, the WAL reserve,
+a write round that needs more than one statement) opens its transaction with
+:func:`transaction`. ``BEGIN IMMEDIATE`` takes the write lock up front, so a transaction never
+fails half-way on a lock upgrade. A packed write round is one statement (its trigger moves the
+heads and inserts the rows), run by :func:`one_statement` in autocommit: SQLite takes the write
+lock at the start of a writing statement too (the lock and the commit are in the same
+``sqlite3_step``), so it never fails half-way either, and a round on the writer thread gives
+the GIL back once, for all of its work and its fsync.
 
 The writer connection's own busy timeout is zero, so nothing on it waits for another
 process's write lock unless told to: a write on the event loop's thread must never block the
@@ -19,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ("WriteLockBusy", "rollback", "transaction", "waiting_for_lock")
+__all__ = ("WriteLockBusy", "one_statement", "rollback", "transaction", "waiting_for_lock")
 
 T = TypeVar("T")
 
@@ -83,6 +89,33 @@ def _begin_now(connection: sqlite3.Connection) -> None:
         if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
             raise WriteLockBusy(str(exc)) from exc
         raise
+
+
+def one_statement(
+    connection: sqlite3.Connection, sql: str, parameters: tuple[Any, ...], *, wait_ms: int
+) -> None:
+    """Run one writing statement as its own transaction (the connection is in autocommit):
+    SQLite takes the write lock when the statement starts and commits when it ends, all in one
+    call, so either all of it is written or nothing. Waits for another connection's write
+    lock as :func:`transaction` does: ``wait_ms=0`` not at all, ``wait_ms > 0`` first not at
+    all, then, only if the lock is taken, up to ``wait_ms``.
+
+    :raises WriteLockBusy: ``wait_ms=0`` and the lock is taken (nothing was written).
+    :raises sqlite3.Error: the lock stayed taken for the whole wait, the statement failed
+        (nothing was written), or the driver failed otherwise.
+    """
+    try:
+        connection.execute(sql, parameters)
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or connection.in_transaction:
+            raise
+        if wait_ms <= 0:
+            raise WriteLockBusy(str(exc)) from exc
+        waiting_for_lock(connection, wait_ms, _execute, sql, parameters)
+
+
+def _execute(connection: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> None:
+    connection.execute(sql, parameters)
 
 
 def _begin_immediate(connection: sqlite3.Connection) -> None:
