@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.stores import Backend, LogStore, MemoryBackend, Store
-from eventlog.stores._base import BackgroundTask, LeaseReader, MaskedUrl
+from eventlog.stores._base import BackgroundTask, LeaseReader, MaskedUrl, StartsWrites
 from eventlog.stores.postgres import PostgresBackend
 from eventlog.stores.sqlite import SQLiteBackend
 from recovery.testing import FaultyStore
@@ -36,12 +36,15 @@ def test_each_backend_has_exactly_the_abilities_it_implements(tmp_path: Path) ->
     memory = MemoryBackend()
     assert isinstance(postgres, BackgroundTask) and not isinstance(sqlite, BackgroundTask)
     assert isinstance(postgres, MaskedUrl) and "secret" not in postgres.display_url
+    # Only SQLite writes on a thread of its own, where a round can start without a task.
+    assert isinstance(sqlite, StartsWrites)
+    assert not isinstance(postgres, StartsWrites) and not isinstance(memory, StartsWrites)
     for backend in (sqlite, postgres, memory):
         assert isinstance(backend, LeaseReader) and isinstance(backend, Backend)
     # The fault-injecting wrapper passes its backend's abilities through, and only those.
     faulty = FaultyBackend(memory)
     assert isinstance(faulty, LeaseReader) and isinstance(faulty, Backend)
-    assert not isinstance(faulty, BackgroundTask | MaskedUrl)
+    assert not isinstance(faulty, BackgroundTask | MaskedUrl | StartsWrites)
 
 
 @pytest.mark.parametrize("path", sorted(STORES.rglob("*.py")), ids=lambda p: p.name)

@@ -31,6 +31,7 @@ __all__ = (
     "SessionInfo",
     "SessionRecord",
     "Snapshots",
+    "StartsWrites",
     "ATTACHMENT_COLUMNS",
     "SNAPSHOT_COLUMNS",
     "TABLE_COLUMNS",
@@ -388,6 +389,25 @@ class BackgroundTask(Protocol):
         self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Run until cancelled; call ``task_status.started()`` once running."""
+        ...
+
+
+@runtime_checkable
+class StartsWrites(Protocol):
+    """A backend that writes on a thread of its own and can start a write there without a
+    task waiting for it (SQLite): the writer then pipelines many sessions flushing in step as
+    two alternating rounds (see :class:`~eventlog.stores._writer.Writer`)."""
+
+    def start_write(
+        self,
+        batches: Sequence[Batch],
+        done: Callable[[Collection[str], BaseException | None], None],
+    ) -> None:
+        """Start :meth:`Backend.write` of ``batches`` now and return at once; ``done(conflicts,
+        error)`` is called on the event loop's thread when it ended.
+
+        :raises ClosedError: the backend is closed (nothing was started).
+        """
         ...
 
 

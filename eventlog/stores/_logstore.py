@@ -54,7 +54,15 @@ from .._strict import (
     on_fresh_stack,
 )
 from .._vocabulary import SessionForked
-from ._base import Backend, BackgroundTask, SessionInfo, SessionRecord, Snapshots, Store
+from ._base import (
+    Backend,
+    BackgroundTask,
+    SessionInfo,
+    SessionRecord,
+    Snapshots,
+    StartsWrites,
+    Store,
+)
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
 from ._snapshots import Restored, SnapshotFault, decode_snapshot, encode_snapshot
@@ -131,6 +139,7 @@ class LogStore(Store):
         self._snapshot_rows: dict[Session, dict[int, Row]] = {}
         self._writer = Writer(
             backend.write,
+            start=backend.start_write if isinstance(backend, StartsWrites) else None,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )

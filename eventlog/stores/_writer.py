@@ -35,7 +35,7 @@ from .._errors import BacklogFullError, ClosedError, ConflictError, EventLogErro
 from .._event import Event
 from .._strict import INT64_MAX, INT64_MIN
 
-__all__ = ("Batch", "WriteFunction", "Writer")
+__all__ = ("Batch", "StartWrite", "WriteDone", "WriteFunction", "Writer")
 
 logger = logging.getLogger("eventlog.writer")
 
@@ -55,6 +55,20 @@ class Batch(NamedTuple):
 #: ``await write(batches)`` writes every batch in one transaction and returns the ids of the
 #: sessions whose ``expected_head`` did not match (those rows were not written).
 WriteFunction = Callable[[Sequence[Batch]], Awaitable[Collection[str]]]
+
+#: Called on the event loop's thread when a started write ended: the conflicting session ids
+#: (as :data:`WriteFunction` returns them), or the error.
+WriteDone = Callable[[Collection[str], BaseException | None], None]
+
+#: ``start(batches, done)`` starts the same write as :data:`WriteFunction` off the event loop's
+#: thread (a backend's writer thread) and returns at once; ``done`` is called when it ended.
+#: Whoever called it, no task waits for the write, so a cancelled caller never cancels it.
+StartWrite = Callable[[Sequence[Batch], WriteDone], None]
+
+#: A round is started at once, from the flush that asks for it, when this many sessions or
+#: more are queued and they are at least half of the larger of the last two rounds (see
+#: :meth:`Writer._pipeline_due`).
+_PIPELINE_FROM = 16
 
 
 def _unstorable(event: Event) -> str:
@@ -157,7 +171,17 @@ class Writer:
     caller never cancels or waits for a write, and closing the store never leaves "did it
     commit?" unanswerable.
 
+    With ``start`` (a backend that writes on a thread of its own), many sessions flushing in
+    step are written as two alternating rounds, a pipeline: when the sessions queued reach
+    half of those the last two rounds wrote, the flush that brings them there starts their
+    round at once, on the backend's thread, and the others' appends run on the event loop
+    meanwhile; a round that ends with sessions queued starts the next at once too. One round
+    for everyone would leave the loop idle during each commit and the disk idle during the
+    appends.
+
     :param write: the store's batch write (see :data:`WriteFunction`).
+    :param start: the same write started on the backend's thread (see :data:`StartWrite`), or
+        ``None``: every round is written by the rounds task.
     :param write_delay: seconds the background writer waits for more events before a round.
     :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
     """
@@ -166,10 +190,16 @@ class Writer:
         self,
         write: WriteFunction,
         *,
+        start: StartWrite | None = None,
         write_delay: float = 0.010,
         max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._write = write
+        self._start = start
+        # Sessions written by the last two rounds (what a pipelined round is measured against),
+        # and whether the round in flight was started on the backend's thread.
+        self._last_sizes = (0, 0)
+        self._pipelined = False
         self._write_delay = write_delay
         self.max_pending_bytes = max_pending_bytes
         self.pending_bytes = 0
@@ -312,10 +342,48 @@ class Writer:
         """Ask for the next round (after the one in flight, if any) and return it."""
         if self._in_flight is not None:
             self._again = True
+        elif self._start is not None and self._pipeline_due():
+            # Started here, not by the rounds task (which then finds nothing asked of it).
+            self._scheduled = False
+            return self._start_round()
         elif not self._scheduled:
             self._schedule_round()
         # else: the round is scheduled and takes everything queued when it starts.
         return self._next_round
+
+    def _pipeline_due(self) -> bool:
+        """Whether the sessions queued are many, and at least half of the larger of the last two
+        rounds: then their round starts now and the rest of the sessions in step share the
+        next."""
+        queued = len(self.waiting)
+        return queued >= _PIPELINE_FROM and 2 * queued >= max(self._last_sizes) > 0
+
+    def _start_round(self) -> _Round:
+        """Take everything queued and start its write on the backend's thread now; return the
+        round (the one in flight, or the next when nothing was queued)."""
+        assert self._start is not None
+        round_, self._next_round = self._next_round, _Round()
+        self._again = False
+        if self._task_group is None:
+            self._next_round = round_
+            self._write_round_now_failed()
+            return round_
+        taken = self._take()
+        if not taken:
+            round_.done.set()
+            return round_
+        self._in_flight = round_
+        self._pipelined = True
+        batches = [Batch(tail.session_id, tail.durable, rows) for tail, rows in taken]
+
+        def done(conflicts: Collection[str], error: BaseException | None) -> None:
+            self._finish(round_, taken, conflicts if error is None else (), error)
+
+        try:
+            self._start(batches, done)
+        except Exception as exc:
+            self._finish(round_, taken, (), exc)
+        return round_
 
     def _schedule_round(self) -> None:
         """Ask the rounds task (of the store's task group: a cancelled flush caller neither
@@ -340,6 +408,8 @@ class Writer:
             round_.done.set()
 
     async def _write_round(self) -> None:
+        if not self._scheduled:
+            return  # the round asked of this task was started on the backend's thread
         self._scheduled = False
         round_, self._next_round = self._next_round, _Round()
         self._again = False
@@ -366,6 +436,8 @@ class Writer:
         error: BaseException | None,
     ) -> None:
         self._in_flight = None
+        pipelined, self._pipelined = self._pipelined, False
+        self._last_sizes = (self._last_sizes[1], len(taken))
         try:
             if error is None:
                 self._settle(taken, conflicts)
@@ -379,7 +451,12 @@ class Writer:
             # Whatever happens, the flushers are woken.
             round_.done.set()
         if self._again:
-            self._schedule_round()
+            if pipelined and error is None and self._start is not None and self._pipeline_due():
+                # The sessions that committed during the write are written now, while the
+                # ones just woken append on the loop: the pipeline goes on.
+                self._start_round()
+            else:
+                self._schedule_round()
 
     def _take(self) -> list[tuple[_SessionTail, list[Row]]]:
         """Everything waiting, as rows: rows of a failed round first, then new events."""

@@ -47,7 +47,7 @@ import anyio.lowlevel
 from ..._codec import Row
 from ..._errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
 from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
-from .._writer import Batch
+from .._writer import Batch, WriteDone
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
 from ._schema import (
@@ -282,6 +282,31 @@ class SQLiteBackend(Backend):
         )
         self._notify()
         return written
+
+    def start_write(self, batches: Sequence[Batch], done: WriteDone) -> None:
+        """The write of :meth:`write`, started on the writer thread now (see
+        :data:`~eventlog.stores._writer.StartWrite`): the writer's pipelined rounds. ``done``
+        gets the conflicts or the (translated) error on the event loop's thread.
+
+        :raises ClosedError: the store is closed (nothing was started).
+        """
+        self._check()
+        self._holds_most_active(b.session_id for b in batches)  # keeps the window current
+        owners = self._owners_of(batches)
+
+        def finished(result: Collection[str] | None, error: BaseException | None) -> None:
+            if error is None:
+                self._notify()
+            done(result or (), error)
+
+        self._writer.submit(
+            finished,
+            self._write_batches,
+            batches,
+            owners,
+            ops.pack(batches, owners),
+            hand_off=True,
+        )
 
     def _holds_most_active(self, session_ids: Iterable[str]) -> bool:
         """Whether these sessions are (nearly) all that were written during the last

@@ -46,6 +46,18 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_result(result)
 
 
+#: Seconds :meth:`SQLiteWorker.submit` waits at most for the thread to start a handed-off call.
+_HAND_OFF_WAIT = 0.005
+
+
+def _started_first(started: threading.Event, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(connection: sqlite3.Connection | None, *args: Any) -> Any:
+        started.set()
+        return fn(connection, *args)
+
+    return run
+
+
 class SQLiteWorker:
     """A thread that owns one connection and runs ``fn(connection, *args)`` calls in order.
 
@@ -113,14 +125,28 @@ class SQLiteWorker:
             raise RuntimeError(f"SQLite connection {self._name!r} is in use by its thread")
         return fn(self._connection, *args)
 
-    def submit(self, on_done: Done, fn: Callable[..., Any], *args: Any) -> None:
+    def submit(
+        self, on_done: Done, fn: Callable[..., Any], *args: Any, hand_off: bool = False
+    ) -> None:
         """Queue ``fn(connection, *args)`` without waiting; ``on_done(result, error)`` is called
         on the calling event loop's thread when it ended (no task needs to wait for it).
+
+        ``hand_off=True``, for a call that soon leaves Python for SQLite (which gives the GIL
+        back): when the thread is idle, return only once it has started the call. A busy loop
+        otherwise keeps the GIL from the woken thread for up to the interpreter's switch
+        interval (5 ms), and the call would start that late; handed off, it runs while the
+        loop goes on.
 
         :raises ClosedError: the worker was closed.
         """
         if self._closed:
             raise ClosedError(f"SQLite connection {self._name!r} is closed")
+        if hand_off and self._outstanding == 0:
+            started = threading.Event()
+            self._put(_started_first(started, fn), args, asyncio.get_running_loop(), on_done)
+            # Bounded: the thread takes the GIL from this wait, so it is a few microseconds.
+            started.wait(_HAND_OFF_WAIT)
+            return
         self._put(fn, args, asyncio.get_running_loop(), on_done)
 
     def _put(
