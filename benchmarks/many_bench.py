@@ -38,9 +38,11 @@ model request (``MODEL_LATENCY``, uniform 100–300 ms) and for the tool after `
 checkpoint (``TOOL_LATENCY``, uniform 10–50 ms), seeded; the agents start staggered over one
 model latency (uniform 0–300 ms), so they are not in step. Reported at N = 256, 1,024 and
 4,096 on SQLite and PostgreSQL (eventlog; openai-agents ``SQLiteSession`` at 256 for
-comparison): events/s, the offered load (the flushes/s the agents would ask for if every
-checkpoint took no time) against the flushes/s they reached, flush p50/p99/max, checkpoint
-p50/p99, the process's CPU time over the wall time, and failed flushes.
+comparison, not with ``--quick``; ``--quick`` runs N = 256 on SQLite only): events/s, the
+offered load (the flushes/s the agents would ask for if every checkpoint took no time)
+against the flushes/s they reached, flush p50/p99/max, checkpoint p50/p99, the process's CPU
+time over the wall time, failed flushes, and beside them the disk's floor (raw commits of one
+checkpoint's rows, alone).
 
 Each figure is the median of several runs with the min–max spread; runs rotate the order of
 the contenders. Results on this machine are in ``benchmarks/MANY.md``.
@@ -638,9 +640,11 @@ def _postgres_available() -> bool:
     return True
 
 
-def _think_suite(count: int, runs: int, grouped: list[list[Row]], *, postgres: bool) -> None:
-    """The agents with model and tool latency: eventlog on SQLite or PostgreSQL (and
-    openai-agents ``SQLiteSession`` beside SQLite at N <= 256, for comparison).
+def _think_suite(
+    count: int, runs: int, grouped: list[list[Row]], *, postgres: bool, peers: bool = True
+) -> None:
+    """The agents with model and tool latency: eventlog on SQLite or PostgreSQL (and, with
+    ``peers``, openai-agents ``SQLiteSession`` beside SQLite at N <= 256, for comparison).
 
     Beside them, in the same rotation: the disk's floor, raw commits of one checkpoint's rows
     one after another and alone (``_FLOOR_SESSIONS`` sessions' checkpoints). No flush can be
@@ -672,7 +676,7 @@ def _think_suite(count: int, runs: int, grouped: list[list[Row]], *, postgres: b
             return _raw_sqlite(path, _FLOOR_SESSIONS, grouped, mode="per-flush")
 
         contenders["raw sqlite3, a commit per checkpoint, alone"] = in_fresh_file(floor)
-        if count <= 256:
+        if peers and count <= 256:
             try:
                 import agents  # noqa: F401
             except ImportError:
@@ -716,7 +720,8 @@ def main(*, quick: bool = False) -> None:
         flush=True,
     )
     for count, runs in THINK_QUICK if quick else THINK_FULL:
-        _think_suite(count, runs, grouped, postgres=False)
+        # --quick leaves the peer out: it takes ten seconds a run here, saturated.
+        _think_suite(count, runs, grouped, postgres=False, peers=not quick)
     if postgres and not quick:
         for count, runs in THINK_FULL:
             _think_suite(count, runs, grouped, postgres=True)
