@@ -16,16 +16,23 @@ to overlap with it. The price: the event loop is
 blocked for that commit, fsync included (a slow disk's hiccup shows there too). This policy is
 the backend's alone (see :meth:`SQLiteBackend.write`); the store's writer only awaits ``write``.
 
+Many sessions flushing in step are written as two alternating rounds the store's writer
+starts on the thread itself (:meth:`SQLiteBackend.start_write`, the writer's pipeline), each
+while the other half of the sessions commit on the loop.
+
 Every other round goes to the thread, because there the event loop keeps running during the
 commit: other sessions commit meanwhile and share the next round's fsync (group commit), and
 the background writer's rounds overlap the app's work. A round that would wait for another
 process's write lock goes to the thread too, so the loop never waits for ``busy_timeout``.
 ``inline_write_bytes=0`` sends every round to the thread.
 
-Known limit of the thread: it needs the GIL to start a round and between statements, and while
-the event loop is busy with Python work it rarely gets it (the loop releases the GIL at every
-poll and takes it straight back, so the waiting thread never asks for a forced switch). Such a
-round is late, never lost, and a flush waits for it like for any other.
+Known limit of the thread: it needs the GIL to start a round and to finish it, and while the
+event loop is busy with Python work it rarely gets it (the loop releases the GIL at every poll
+and takes it straight back, so the waiting thread never asks for a forced switch). A packed
+round is one statement (see ``_ops``), so it needs the GIL twice, not once per statement, and a
+pipelined round is handed off (``SQLiteWorker.submit(hand_off=True)``: the loop waits until the
+thread is inside SQLite). Such a round is late, never lost, and a flush waits for it like for
+any other.
 
 The figures behind these choices (``python -m benchmarks sqlite`` prints both write paths;
 ``python -m benchmarks many`` the many-session rounds) are in ``benchmarks/SQLITE.md`` and
