@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -214,7 +215,7 @@ class SQLiteBackend(Backend):
         # Only with power-loss durability does each commit fsync the WAL.
         self._wal_reserved = durability != "power-loss"
         # When each session was last written (see `_alone`).
-        self._recent: dict[str, float] = {}
+        self._recent: OrderedDict[str, float] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"<SQLiteBackend {self.path!r} durability={self.durability!r}>"
@@ -323,15 +324,18 @@ class SQLiteBackend(Backend):
         they are more than one in ``_LEFT_OUT_RATIO`` of the round."""
         now = time.monotonic()
         recent = self._recent
+        # Oldest first (each session written moves to the end), so the stale ones are a prefix:
+        # a round costs its own sessions and those that went stale, not every recent one.
+        while recent:
+            seen = recent[next(iter(recent))]
+            if now - seen <= _ACTIVE_WINDOW:
+                break
+            recent.popitem(last=False)
         ids = set(session_ids)
-        left_out = 0
-        for sid, seen in list(recent.items()):
-            if now - seen > _ACTIVE_WINDOW:
-                del recent[sid]
-            elif sid not in ids:
-                left_out += 1
+        left_out = len(recent) - sum([1 for sid in ids if sid in recent])
         for sid in ids:
             recent[sid] = now
+            recent.move_to_end(sid)
         return left_out * _LEFT_OUT_RATIO <= len(ids)
 
     def _owners_of(self, batches: Sequence[Batch]) -> dict[str, str]:

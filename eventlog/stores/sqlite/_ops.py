@@ -109,19 +109,34 @@ _encoder = msgspec.json.Encoder()
 def _packed(batches: Iterable[tuple[str, Sequence[Row]]]) -> tuple[str, bytes, bytes]:
     """The envelopes, payloads and hashes of :data:`_INSERT` for each ``(session_id, rows)``
     (the JSON bound as TEXT: SQLite 3.45+ would read a BLOB as its binary JSONB format)."""
-    envelopes = []
+    envelopes: list[tuple[Any, ...]] = []
     datas: list[bytes] = []
     hashes: list[bytes] = []
+    push, push_data, push_hash = envelopes.append, datas.append, hashes.append
     data_at = hash_at = 1  # substr() counts from 1
     for session_id, rows in batches:
         for r in rows:
-            size, hash_size = len(r.data), len(r.hash)
-            envelope = (r.seq, r.type, r.time, r.surface, r.sources, r.ignorable)
-            envelopes.append((*envelope, data_at, size, hash_at, hash_size, session_id))
+            data, digest = r.data, r.hash
+            size, hash_size = len(data), len(digest)
+            push(
+                (
+                    r.seq,
+                    r.type,
+                    r.time,
+                    r.surface,
+                    r.sources,
+                    r.ignorable,
+                    data_at,
+                    size,
+                    hash_at,
+                    hash_size,
+                    session_id,
+                )
+            )
             data_at += size
             hash_at += hash_size
-            datas.append(r.data)
-            hashes.append(r.hash)
+            push_data(data)
+            push_hash(digest)
     return _encoder.encode(envelopes).decode(), b"".join(datas), b"".join(hashes)
 
 
