@@ -94,6 +94,11 @@ class LogStore(Store):
     :param snapshot_every: write a snapshot of a session's state (docs/stores.md) once this
         many events were flushed since its last one, and after each flushed compaction (a
         surface ``Replace``); 0 turns snapshots off (``open`` then always replays).
+    :param trim_history: a writable session drops from memory, at each snapshot taken while
+        it is open, the events that snapshot covers and that are not on its surface, as if it
+        had been reopened from it (``Session.trims``; docs/stores.md); ``False`` keeps every
+        event a session loaded or appended in memory until it is closed. Sessions opened with
+        ``verify="full"`` never drop any.
     :param url: shown in ``repr``.
     :raises ValidationError: an option has the wrong type or is out of range.
     """
@@ -108,6 +113,7 @@ class LogStore(Store):
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         max_nesting: int = DEFAULT_MAX_NESTING,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        trim_history: bool = True,
         url: str = "",
     ) -> None:
         check_number("write_delay", write_delay, low=0.0, high=3600.0)
@@ -117,12 +123,17 @@ class LogStore(Store):
         check_number("snapshot_every", snapshot_every, low=0, high=INT64_MAX, integer=True)
         if types is not None and not isinstance(types, EventTypes):
             raise ValidationError("option types must be an EventTypes registry")
+        if type(trim_history) is not bool:
+            raise ValidationError(
+                f"option trim_history must be True or False, got {trim_history!r}"
+            )
         self.backend = backend
         self.max_nesting = max_nesting
         self.types = types if types is not None else EventTypes()
         self.url = url
         self.max_event_bytes = max_event_bytes
         self.snapshot_every = snapshot_every if isinstance(backend, Snapshots) else 0
+        self.trim_history = trim_history
         # Snapshot writes in flight (closing waits for them: each is a few milliseconds).
         self._snapshot_writes: set[str] = set()
         self._snapshots_idle = anyio.Event()
@@ -304,7 +315,7 @@ class LogStore(Store):
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
             raise
-        session = self._wrap(sid, loader, record, read_only=False)
+        session = self._wrap(sid, loader, record, read_only=False, whole=verify == "full")
         session.snapshot_fault = snapshot_fault
         if restored is not None:
             session.snapshot_seq = restored.seq
@@ -432,8 +443,16 @@ class LogStore(Store):
                 await anyio.sleep(min(_LEASE_POLL, remaining))
 
     def _wrap(
-        self, sid: str, loaded: LogLoader, record: SessionRecord, *, read_only: bool
+        self,
+        sid: str,
+        loaded: LogLoader,
+        record: SessionRecord,
+        *,
+        read_only: bool,
+        whole: bool = False,
     ) -> Session:
+        """The session over ``loaded``; ``whole``: it was asked to hold its whole log (opened
+        with ``verify="full"``), so snapshots never drop its events from memory."""
         session = Session(
             id=sid,
             types=self.types,
@@ -454,6 +473,7 @@ class LogStore(Store):
             stored=partial(self.read, sid),
             checkpoint=None if read_only or not self.snapshot_every else self._checkpoint,
             snapshot_every=self.snapshot_every,
+            trim=self.trim_history and not whole,
         )
         if not read_only:
             self._open[sid] = session
@@ -730,9 +750,10 @@ class LogStore(Store):
 
     def options_over(self, wrap: Callable[[Backend], Backend]) -> dict[str, Any]:
         """The keyword arguments of a new :class:`LogStore` like this one (its event types,
-        event size and nesting limits, url) over ``wrap(backend)``: how a tool interposes on
-        a store's backend (``recovery.testing.FaultyStore`` injects write faults so). The new
-        store owns the backend from then on: this one must not be used afterwards.
+        event size and nesting limits, ``trim_history``, url) over ``wrap(backend)``: how a
+        tool interposes on a store's backend (``recovery.testing.FaultyStore`` injects write
+        faults so). The new store owns the backend from then on: this one must not be used
+        afterwards.
 
         :raises ValidationError: this store was entered already (its backend is in use).
         """
@@ -745,6 +766,7 @@ class LogStore(Store):
             "types": self.types,
             "max_event_bytes": self.max_event_bytes,
             "max_nesting": self.max_nesting,
+            "trim_history": self.trim_history,
             "url": self.url,
         }
 
