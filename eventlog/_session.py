@@ -221,7 +221,7 @@ class Session:
         stored: StoredEvents | None = None,
         checkpoint: _Checkpoint | None = None,
         snapshot_every: int = 0,
-        trim: bool = False,
+        trim_every: int = 0,
     ) -> None:
         self.id = id
         self.types = types
@@ -247,9 +247,10 @@ class Session:
         self._stored = stored
         self._checkpoint = checkpoint
         self._snapshot_every = snapshot_every
-        # Whether a snapshot taken while the session is open also drops the events it covers
-        # from memory (see _trim_to); off for a session asked to hold its whole log.
-        self._trim = trim and checkpoint is not None
+        # A snapshot taken while the session is open drops the events it covers from memory
+        # once this many have gathered (see _trim_to); 0: never (a session asked to hold its
+        # whole log, or a store with trimming off).
+        self._trim_every = trim_every if checkpoint is not None else 0
         # The head at which the next snapshot is due (after a replace: at once).
         head = base + len(self._events) - 1
         self._next_snapshot = head + snapshot_every if checkpoint and snapshot_every else _NEVER
@@ -284,13 +285,14 @@ class Session:
 
     @property
     def trims(self) -> bool:
-        """Whether each snapshot taken while the session is open also drops from memory the
-        events it covers that are not on the surface, as if the session had been reopened
-        from it (docs/stores.md, "A long-lived session"). True for a writable session of a
-        store with snapshots and ``trim_history`` on (the default), unless it was opened
-        with ``verify="full"`` or made whole with :meth:`load_history`: those asked to hold
-        their whole log, and do for as long as they are open."""
-        return self._trim
+        """Whether a snapshot taken while the session is open also drops from memory the
+        events it covers that are not on the surface (once the store's ``trim_every`` of them
+        have gathered), as if the session had been reopened from it (docs/stores.md, "A
+        long-lived session"). True for a writable session of a store with snapshots and
+        ``trim_every`` above 0 (the default), unless it was opened with ``verify="full"`` or
+        made whole with :meth:`load_history`: those asked to hold their whole log, and do for
+        as long as they are open."""
+        return self._trim_every > 0
 
     @property
     def durable(self) -> int:
@@ -578,13 +580,17 @@ class Session:
         except Exception:
             logger.exception("eventlog: session %r: taking a snapshot failed", self.id)
             return
-        if self._trim:
+        if self._trim_every:
             self._trim_to(self.head)
 
     def _trim_to(self, seq: int) -> None:
         """Hold in memory what an open from a snapshot at ``seq`` would hold: the events from
         ``seq`` on and the older ones still on the surface; drop the rest (they are durable:
         :meth:`read_events` streams them from the store, :meth:`load_history` brings them back).
+        Only once at least ``trim_every`` events would go: a session shorter than that keeps
+        answering synchronous reads of its old events as it always did (tests, short chats,
+        code that folds ``events()`` from 0), and each trim's O(events held) copy is paid
+        once per ``trim_every`` events.
 
         Never past an event a cached projection has not folded yet: the new
         :attr:`loaded_from` is ``seq`` or the lowest ``next_seq`` of the ``[state, next_seq]``
@@ -602,7 +608,7 @@ class Session:
             if isinstance(entry, list) and len(entry) == 2 and type(entry[1]) is int:
                 if old_base <= entry[1] < base:
                     base = entry[1]
-        if base <= old_base:
+        if base - old_base < self._trim_every:
             return
         events, pinned = self._events, self._pinned
         kept: dict[int, Event] = {}
@@ -734,7 +740,7 @@ class Session:
         """
         # Asked for the whole log: hold it from now on (no snapshot drops events again, also
         # none taken while the older events are read).
-        self._trim = False
+        self._trim_every = 0
         base = self._base
         if base == 0:
             return
