@@ -11,7 +11,12 @@ Figures per size, medians of several opens, each in a new store:
 - ``open(verify="full")``: time (the whole-chain replay, what ``open`` cost before snapshots);
 - raw ``select`` of every row plus ``msgspec`` decode of its payload, for context;
 - the lease write alone (one durable transaction, part of every open);
-- appending and flushing 20,016 events with snapshots off and on (what they cost writers).
+- appending and flushing 20,016 events with snapshots off and on (what they cost writers);
+- live session memory: one session open for writing while it appends 100,000 and 1,000,000
+  events of the same workload (never reopened): Python allocations traced by ``tracemalloc``
+  (peak, and current after a ``gc`` at the end) with ``trim_every=0`` (every event kept in
+  memory, as before trimming) and with the default (the events each snapshot covers dropped
+  once 10,000 have gathered), and untraced seconds to append them at 100,000.
 
 The files are built once per run under a temporary directory; a session is reopened every
 100,000 events while it is built, so building holds at most that many events in memory.
@@ -25,12 +30,14 @@ import sqlite3
 import tempfile
 import time
 import tracemalloc
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from eventlog import EventTypes, Message, Replace, UserMessage, open_store
+from eventlog.stores import DEFAULT_TRIM_EVERY
 
 from ._harness import Figure, Stats, print_figure
 from .workload import EVENTS_PER_TURN, append_turn
@@ -42,9 +49,19 @@ SIZES = (10_000, 100_000, 1_000_000)
 _REOPEN_EVERY = 100_000
 
 
-async def build(url: str, session_id: str, events: int, **options: Any) -> int:
+async def build(
+    url: str,
+    session_id: str,
+    events: int,
+    *,
+    reopen_every: int | None = _REOPEN_EVERY,
+    trace: bool = False,
+    **options: Any,
+) -> int:
     """Append about ``events`` events of standard turns to a new session, compacting every
-    ``COMPACT_EVERY`` events; return its head."""
+    ``COMPACT_EVERY`` events, closing and reopening it every ``reopen_every`` events (``None``:
+    one session open throughout); return its head. With ``trace``, print the session's
+    traced memory (``tracemalloc`` must be tracing) after a ``gc`` at the end."""
     async with open_store(url, write_delay=60, max_pending_bytes=1 << 40, **options) as store:
         session = await store.create(session_id=session_id)
         turn, since_compaction, since_open = 0, 0, 0
@@ -63,14 +80,78 @@ async def build(url: str, session_id: str, events: int, **options: Any) -> int:
                 await session.flush()  # a compaction is flushed (and snapshotted) at once
             elif turn % 50 == 0:
                 await session.flush()
-            if since_open >= _REOPEN_EVERY:
+            if reopen_every is not None and since_open >= reopen_every:
                 await session.aclose()
                 session = await store.open(session_id)
                 since_open = 0
         await session.flush()
         head = session.head
+        if trace:
+            gc.collect()
+            current, peak = tracemalloc.get_traced_memory()
+            held = head + 1 - session.loaded_from + len(session.pinned)
+            _LIVE.append((current / 2**20, peak / 2**20, held))
         await session.aclose()
     return head
+
+
+#: (current MiB, peak MiB, events held) of each traced live build, appended by ``build``.
+_LIVE: list[tuple[float, float, int]] = []
+
+
+def _live_memory(url: str, events: int, trim_every: int) -> tuple[float, float, int]:
+    """Traced (current MiB after a gc at the end, peak MiB, events held in memory) of one
+    session open throughout while it appends ``events`` events with ``trim_every``."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        anyio.run(
+            partial(build, reopen_every=None, trace=True, trim_every=trim_every),
+            url,
+            f"live-{events}-{trim_every}",
+            events,
+        )
+    finally:
+        tracemalloc.stop()
+    return _LIVE.pop()
+
+
+def _live_seconds(url: str, events: int, trim_every: int, run: int) -> float:
+    start = time.perf_counter()
+    anyio.run(
+        partial(build, reopen_every=None, trim_every=trim_every),
+        url,
+        f"t-{events}-{trim_every}-{run}",
+        events,
+    )
+    return time.perf_counter() - start
+
+
+def _live_suite(directory: Path, sizes: tuple[int, ...]) -> None:
+    """The "live session memory" figures (benchmarks/OPEN.md)."""
+    url = f"sqlite:///{directory / 'live.db'}"
+    modes = (("kept (trim_every=0)", 0), ("trimmed (default)", DEFAULT_TRIM_EVERY))
+    for size in sizes:
+        for label, every in modes:
+            current, peak, held = _live_memory(url, size, every)
+            print(
+                f"SQLite live session, {size:,} events, {label}: {current:.1f} MiB after gc, "
+                f"peak {peak:.1f} MiB, {held:,} events held",
+                flush=True,
+            )
+    # Seconds, untraced, A/B alternating (what trimming costs the writer, if anything).
+    seconds: dict[int, list[float]] = {0: [], DEFAULT_TRIM_EVERY: []}
+    for run in range(3):
+        for _, every in modes:
+            seconds[every].append(_live_seconds(url, 100_000, every, run))
+    for label, every in modes:
+        print_figure(
+            Figure(
+                f"SQLite live session: append 100,000 events, {label}",
+                Stats(tuple(seconds[every])),
+                "s",
+            )
+        )
 
 
 async def _open_once(url: str, session_id: str, verify: str, trace: bool) -> tuple[float, float]:
@@ -191,6 +272,7 @@ def main(*, quick: bool = False) -> None:
                     "s",
                 )
             )
+        _live_suite(Path(name), SIZES[1:2] if quick else SIZES[1:])
         pg = os.environ.get("EVENTLOG_BENCH_PG")
         if pg:
             _suite("PostgreSQL", pg, None, sizes, runs)

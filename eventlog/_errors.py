@@ -108,6 +108,7 @@ class AttachmentNotFoundError(EventLogError, LookupError):
 
 class EventNotLoadedError(EventLogError, LookupError):
     """An event older than what an open session holds in memory was asked for synchronously:
-    the session was opened from a snapshot (docs/stores.md). Read it with
+    the session was opened from a snapshot, or dropped older events at one while open
+    (docs/stores.md). Read it with
     ``session.read_events(from_seq)`` (async, from the store), or open the session with
     ``verify="full"`` to hold every event."""

@@ -126,10 +126,10 @@ class _StoredTail:
 
 
 class _PartialEvents(Sequence[Event]):
-    """The events from ``start`` to ``stop - 1`` of a session opened from a snapshot, some of
-    which are not in memory: indexing a held one (the surface's, and every event since the
-    snapshot) works; any other raises :class:`EventNotLoadedError`, and so does iterating past
-    one. Later appends do not show through."""
+    """The events from ``start`` to ``stop - 1`` of a session opened from (or trimmed at) a
+    snapshot, some of which are not in memory: indexing a held one (the surface's, and every
+    event since the snapshot) works; any other raises :class:`EventNotLoadedError`, and so
+    does iterating past one. Later appends do not show through."""
 
     __slots__ = ("_base", "_events", "_pinned", "_session_id", "_start", "_stop")
 
@@ -180,8 +180,9 @@ class _PartialEvents(Sequence[Event]):
 
 def _not_loaded(session_id: str, seq: int, base: int) -> EventNotLoadedError:
     return EventNotLoadedError(
-        f"session {session_id!r}, seq {seq}: not in memory (the session was opened from a "
-        f"snapshot; it holds the surface's events and every event from seq {base})",
+        f"session {session_id!r}, seq {seq}: not in memory (the session was opened from, or "
+        f"trimmed at, a snapshot; it holds the surface's events and every event from seq "
+        f"{base})",
         session_id=session_id,
         seq=seq,
         hint="read older events with `async for e in session.read_events(from_seq)`, or open "
@@ -195,7 +196,9 @@ class Session:
     :ivar id: the session id.
     :ivar metadata: the metadata given at creation.
     :ivar projection_cache: per-session cache where projections keep ``(state, next_seq)``
-        (docs/architecture.md); owned by the projections layer.
+        (docs/architecture.md); owned by the projections layer. A ``[state, next_seq]``
+        cursor there keeps the events from ``next_seq`` in memory until it is caught up (see
+        :attr:`trims`).
     """
 
     def __init__(
@@ -218,6 +221,7 @@ class Session:
         stored: StoredEvents | None = None,
         checkpoint: _Checkpoint | None = None,
         snapshot_every: int = 0,
+        trim_every: int = 0,
     ) -> None:
         self.id = id
         self.types = types
@@ -243,6 +247,10 @@ class Session:
         self._stored = stored
         self._checkpoint = checkpoint
         self._snapshot_every = snapshot_every
+        # A snapshot taken while the session is open drops the events it covers from memory
+        # once this many have gathered (see _trim_to); 0: never (a session asked to hold its
+        # whole log, or a store with trimming off).
+        self._trim_every = trim_every if checkpoint is not None else 0
         # The head at which the next snapshot is due (after a replace: at once).
         head = base + len(self._events) - 1
         self._next_snapshot = head + snapshot_every if checkpoint and snapshot_every else _NEVER
@@ -269,9 +277,22 @@ class Session:
 
     @property
     def loaded_from(self) -> int:
-        """The first seq held in memory with every later one (0 unless opened from a
-        snapshot; then older events are read with :meth:`read_events`)."""
+        """The first seq held in memory with every later one: 0 for a full load, else the seq
+        of the snapshot the session was opened from or, later, of the latest snapshot taken
+        while it is open (see :attr:`trims`); older events are read with :meth:`read_events`.
+        It only grows, until :meth:`load_history` sets it to 0."""
         return self._base
+
+    @property
+    def trims(self) -> bool:
+        """Whether a snapshot taken while the session is open also drops from memory the
+        events it covers that are not on the surface (once the store's ``trim_every`` of them
+        have gathered), as if the session had been reopened from it (docs/stores.md, "A
+        long-lived session"). True for a writable session of a store with snapshots and
+        ``trim_every`` above 0 (the default), unless it was opened with ``verify="full"`` or
+        made whole with :meth:`load_history`: those asked to hold their whole log, and do for
+        as long as they are open."""
+        return self._trim_every > 0
 
     @property
     def durable(self) -> int:
@@ -558,6 +579,46 @@ class Session:
             self._checkpoint(self)
         except Exception:
             logger.exception("eventlog: session %r: taking a snapshot failed", self.id)
+            return
+        if self._trim_every:
+            self._trim_to(self.head)
+
+    def _trim_to(self, seq: int) -> None:
+        """Hold in memory what an open from a snapshot at ``seq`` would hold: the events from
+        ``seq`` on and the older ones still on the surface; drop the rest (they are durable:
+        :meth:`read_events` streams them from the store, :meth:`load_history` brings them back).
+        Only once at least ``trim_every`` events would go: a session shorter than that keeps
+        answering synchronous reads of its old events as it always did (tests, short chats,
+        code that folds ``events()`` from 0), and each trim's O(events held) copy is paid
+        once per ``trim_every`` events.
+
+        Never past an event a cached projection has not folded yet: the new
+        :attr:`loaded_from` is ``seq`` or the lowest ``next_seq`` of the ``[state, next_seq]``
+        cursors in :attr:`projection_cache` (``projections.base.catch_up``'s), if lower. A
+        cursor already before :attr:`loaded_from` does not hold it back (that projection could
+        not catch up from memory before either). A cache entry of another shape must read only
+        the surface's events (the messages projection's: its cursor is the surface's
+        generation), which stay held. Views handed out before keep the lists they were made
+        over (never changed in place: the session moves to new ones), so they stay valid and
+        keep those events alive until they are dropped.
+        """
+        old_base = self._base
+        base = seq
+        for entry in self.projection_cache.values():
+            if isinstance(entry, list) and len(entry) == 2 and type(entry[1]) is int:
+                if old_base <= entry[1] < base:
+                    base = entry[1]
+        if base - old_base < self._trim_every:
+            return
+        events, pinned = self._events, self._pinned
+        kept: dict[int, Event] = {}
+        for node in self._surface.nodes:  # not in seq order after a replace: look at all
+            if node < base:
+                kept[node] = events[node - old_base] if node >= old_base else pinned[node]
+        # New objects, never a change in place: the views handed out hold the old ones.
+        self._events = events[base - old_base :]
+        self._pinned = kept
+        self._base = base
 
     async def aclose(self) -> None:
         """Flush, then release the writer lease; further appends raise ``ClosedError``.
@@ -599,11 +660,12 @@ class Session:
         """The committed events from ``from_seq`` on, as an immutable view (O(1)), indexed
         from ``from_seq`` (``events()[seq]`` is event ``seq``).
 
-        A session opened from a snapshot holds in memory only the events from
-        :attr:`loaded_from` on and the older ones on the surface: for a ``from_seq`` before
-        :attr:`loaded_from` the view reads those it holds and raises
+        A session opened from a snapshot, or trimmed at one since (:attr:`trims`), holds in
+        memory only the events from :attr:`loaded_from` on and the older ones on the surface:
+        for a ``from_seq`` before :attr:`loaded_from` the view reads those it holds and raises
         :class:`~eventlog.EventNotLoadedError` (naming the seq and what to call instead:
-        :meth:`read_events`) for any other, also while iterating.
+        :meth:`read_events`) for any other, also while iterating. A view stays valid (and
+        the same) when the session drops events later: it keeps the ones it was made over.
 
         :raises ValidationError: ``from_seq`` is not an int.
         """
@@ -624,7 +686,8 @@ class Session:
         """Every committed event from ``from_seq`` (at most ``limit``), in seq order: those
         before :attr:`loaded_from` streamed from the store (decoded as ``store.read`` does; the
         chain is checked by ``verify``, not here), the rest from memory. Works on every store
-        and whatever the session was opened with; the events up to the head as of the call.
+        and whatever the session was opened with; the events up to the head as of the call,
+        also when a snapshot drops some of them from memory while the caller iterates.
 
         :raises ValidationError: ``from_seq`` or ``limit`` is not an int (``limit >= 0``).
         :raises EventNotLoadedError: older events are needed and the session has no store to
@@ -641,33 +704,43 @@ class Session:
         seq, stop = max(0, from_seq), self.head + 1
         if limit is not None:
             stop = min(stop, seq + limit)
-        if seq < self._base:
+        while seq < stop:
+            # Read where the event is now: a snapshot taken while the caller holds an event
+            # (it appends and flushes between two) may drop the next ones from memory.
+            base = self._base
+            if seq >= base:
+                yield self._events[seq - base]
+                seq += 1
+                continue
             if self._stored is None:
-                raise _not_loaded(self.id, seq, self._base)
-            async for event in self._stored(seq, min(stop, self._base) - seq):
+                raise _not_loaded(self.id, seq, base)
+            end = min(stop, base)
+            async for event in self._stored(seq, end - seq):
                 yield event
                 seq = event.seq + 1
-            if seq < min(stop, self._base):
+            if seq < end:
                 raise EventNotLoadedError(
                     f"session {self.id!r}, seq {seq}: the store holds no such event",
                     session_id=self.id,
                     seq=seq,
                 )
-        events, base = self._events, self._base
-        for at in range(seq, stop):
-            yield events[at - base]
 
     async def load_history(self) -> None:
         """Read the events before :attr:`loaded_from` from the store and hold them too, as a
         ``verify="full"`` open would have (decoded, not re-verified: ``verify`` checks the
         chain). Afterwards ``loaded_from`` is 0, every synchronous read works, and the
         projections' cached states are dropped (they are rebuilt from the whole log when next
-        read: the timeline a snapshot carries knows only the calls still open). Views taken
-        before stay as they were. O(log) time and memory; nothing to do after a full load.
+        read: the timeline a snapshot carries knows only the calls still open). From then on
+        the session holds its whole log while it is open: no later snapshot drops events
+        (:attr:`trims` is False). Views taken before stay as they were. O(log) time and
+        memory; nothing to do after a full load.
 
         :raises EventNotLoadedError: the store no longer holds an event before
             ``loaded_from``.
         """
+        # Asked for the whole log: hold it from now on (no snapshot drops events again, also
+        # none taken while the older events are read).
+        self._trim_every = 0
         base = self._base
         if base == 0:
             return
@@ -710,7 +783,8 @@ class Session:
     @property
     def pinned(self) -> Mapping[int, Event]:
         """The events before :attr:`loaded_from` held in memory (those on the surface when
-        the session was opened from a snapshot); empty after a full load. Read-only."""
+        the session was opened from, or last trimmed at, a snapshot); empty after a full
+        load. Read-only."""
         return self._pinned
 
     def subscribe(self, callback: Observer) -> Callable[[], None]:

@@ -20,13 +20,15 @@ from .._session import DEFAULT_MAX_EVENT_BYTES
 from ._base import Backend, SessionInfo, SessionRecord, Snapshots, Store
 from ._lease_state import writer_alive
 from ._loader import LogLoader
-from ._logstore import LogStore
+from ._logstore import DEFAULT_SNAPSHOT_EVERY, DEFAULT_TRIM_EVERY, LogStore
 from ._memory import MemoryBackend, MemoryData
 from ._url import open_store
 from ._writer import Batch
 
 __all__ = (
     "DEFAULT_MAX_EVENT_BYTES",
+    "DEFAULT_SNAPSHOT_EVERY",
+    "DEFAULT_TRIM_EVERY",
     "GENESIS_HASH",
     "Row",
     "chain_hash",

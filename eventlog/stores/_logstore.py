@@ -68,7 +68,7 @@ from ._owners import new_owner, retire_owner
 from ._snapshots import Restored, SnapshotFault, decode_snapshot, encode_snapshot
 from ._writer import Writer
 
-__all__ = ("DEFAULT_SNAPSHOT_EVERY", "LogStore", "lease_owner")
+__all__ = ("DEFAULT_SNAPSHOT_EVERY", "DEFAULT_TRIM_EVERY", "LogStore", "lease_owner")
 
 logger = logging.getLogger("eventlog.store")
 
@@ -81,6 +81,12 @@ _LEASE_POLL = 0.05
 #: one-node surface) and ``open`` replays at most 4,000 events after a snapshot
 #: (benchmarks/OPEN.md).
 DEFAULT_SNAPSHOT_EVERY = 4000
+#: Default of ``trim_every``: a live session drops the events its snapshots cover once this
+#: many have gathered. Memory then stays within this many events plus the surface plus the
+#: events since the latest snapshot (benchmarks/OPEN.md, "live session memory"), and a
+#: session shorter than this (most chats, every test) keeps its whole log readable
+#: synchronously, as before trimming.
+DEFAULT_TRIM_EVERY = 10_000
 _VERIFY = ("snapshot", "full")
 
 
@@ -102,6 +108,11 @@ class LogStore(Store):
     :param snapshot_every: write a snapshot of a session's state (docs/stores.md) once this
         many events were flushed since its last one, and after each flushed compaction (a
         surface ``Replace``); 0 turns snapshots off (``open`` then always replays).
+    :param trim_every: a writable session drops from memory, at a snapshot taken while it is
+        open, the events that snapshot covers and that are not on its surface, as if it had
+        been reopened from it, once at least this many would go (``Session.trims``;
+        docs/stores.md); 0 keeps every event a session loaded or appended in memory until it
+        is closed. Sessions opened with ``verify="full"`` never drop any.
     :param url: shown in ``repr``.
     :raises ValidationError: an option has the wrong type or is out of range.
     """
@@ -116,6 +127,7 @@ class LogStore(Store):
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         max_nesting: int = DEFAULT_MAX_NESTING,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        trim_every: int = DEFAULT_TRIM_EVERY,
         url: str = "",
     ) -> None:
         check_number("write_delay", write_delay, low=0.0, high=3600.0)
@@ -123,6 +135,7 @@ class LogStore(Store):
         check_number("max_event_bytes", max_event_bytes, low=1, integer=True)
         check_number("max_nesting", max_nesting, low=1, high=MAX_NESTING_CEILING, integer=True)
         check_number("snapshot_every", snapshot_every, low=0, high=INT64_MAX, integer=True)
+        check_number("trim_every", trim_every, low=0, high=INT64_MAX, integer=True)
         if types is not None and not isinstance(types, EventTypes):
             raise ValidationError("option types must be an EventTypes registry")
         self.backend = backend
@@ -131,6 +144,7 @@ class LogStore(Store):
         self.url = url
         self.max_event_bytes = max_event_bytes
         self.snapshot_every = snapshot_every if isinstance(backend, Snapshots) else 0
+        self.trim_every = trim_every
         # Snapshot writes in flight (closing waits for them: each is a few milliseconds).
         self._snapshot_writes: set[str] = set()
         self._snapshots_idle = anyio.Event()
@@ -313,7 +327,7 @@ class LogStore(Store):
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
             raise
-        session = self._wrap(sid, loader, record, read_only=False)
+        session = self._wrap(sid, loader, record, read_only=False, whole=verify == "full")
         session.snapshot_fault = snapshot_fault
         if restored is not None:
             session.snapshot_seq = restored.seq
@@ -441,8 +455,16 @@ class LogStore(Store):
                 await anyio.sleep(min(_LEASE_POLL, remaining))
 
     def _wrap(
-        self, sid: str, loaded: LogLoader, record: SessionRecord, *, read_only: bool
+        self,
+        sid: str,
+        loaded: LogLoader,
+        record: SessionRecord,
+        *,
+        read_only: bool,
+        whole: bool = False,
     ) -> Session:
+        """The session over ``loaded``; ``whole``: it was asked to hold its whole log (opened
+        with ``verify="full"``), so snapshots never drop its events from memory."""
         session = Session(
             id=sid,
             types=self.types,
@@ -463,6 +485,7 @@ class LogStore(Store):
             stored=partial(self.read, sid),
             checkpoint=None if read_only or not self.snapshot_every else self._checkpoint,
             snapshot_every=self.snapshot_every,
+            trim_every=0 if whole else self.trim_every,
         )
         if not read_only:
             self._open[sid] = session
@@ -739,9 +762,10 @@ class LogStore(Store):
 
     def options_over(self, wrap: Callable[[Backend], Backend]) -> dict[str, Any]:
         """The keyword arguments of a new :class:`LogStore` like this one (its event types,
-        event size and nesting limits, url) over ``wrap(backend)``: how a tool interposes on
-        a store's backend (``recovery.testing.FaultyStore`` injects write faults so). The new
-        store owns the backend from then on: this one must not be used afterwards.
+        event size and nesting limits, ``trim_every``, url) over ``wrap(backend)``: how a
+        tool interposes on a store's backend (``recovery.testing.FaultyStore`` injects write
+        faults so). The new store owns the backend from then on: this one must not be used
+        afterwards.
 
         :raises ValidationError: this store was entered already (its backend is in use).
         """
@@ -754,6 +778,7 @@ class LogStore(Store):
             "types": self.types,
             "max_event_bytes": self.max_event_bytes,
             "max_nesting": self.max_nesting,
+            "trim_every": self.trim_every,
             "url": self.url,
         }
 

@@ -20,6 +20,7 @@ _STORE_OPTIONS = (
     "max_event_bytes",
     "max_nesting",
     "snapshot_every",
+    "trim_every",
 )
 
 
@@ -33,7 +34,9 @@ def open_store(url: str, **options: Any) -> LogStore:
     ``max_pending_bytes`` (default 64 MiB), ``max_event_bytes`` (default 8 MiB), ``max_nesting``
     (default 64: how deep containers may nest in a payload or in metadata; at most 256),
     ``snapshot_every`` (default 4000: a snapshot after that many events and after each
-    compaction; 0 turns snapshots off; docs/stores.md).
+    compaction; 0 turns snapshots off; docs/stores.md), ``trim_every`` (default 10000: a
+    session open for writing drops from memory, at a snapshot, the events it covers that are
+    not on the surface, once this many have gathered; 0 keeps them until it is closed).
 
     Backend options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for
     SQLite and PostgreSQL; for SQLite also ``busy_timeout`` (seconds, default 30),
