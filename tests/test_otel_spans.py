@@ -173,3 +173,37 @@ def test_the_live_observer_gives_the_export_trace() -> None:
     live = memory.get_finished_spans()
     assert len(live) == len(exported) == 8
     assert _shape(live) == _shape(exported)
+
+
+def test_the_live_observer_records_each_request_s_messages_on_a_session_that_trims() -> None:
+    """A long live session drops old events from memory at its snapshots (trim_every): the
+    observer still records, for every model request, exactly the messages it sent, the same
+    as an export of the whole stored log."""
+    from tests.test_live_trim import plan
+    from tests.test_snapshots import play
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+
+    async def run() -> tuple[int, tuple[ReadableSpan, ...]]:
+        async with open_store("memory:", snapshot_every=15, trim_every=1) as store:
+            session = await store.create("long")
+            observer = TraceObserver(session, provider, include_content=True)
+            for turn in range(1, 25):  # compactions every third turn, a snapshot after each
+                play(session, turn, plan(turn))
+                await session.flush()
+            observer.close()
+            loaded_from = session.loaded_from
+            await session.aclose()
+            whole = await store.open("long", verify="full")
+            exported = session_spans(whole, include_content=True)
+            await whole.aclose()
+            return loaded_from, exported
+
+    loaded_from, exported = anyio.run(run)
+    assert loaded_from > 0, "the live session did drop old events from memory"
+    live = memory.get_finished_spans()
+    chats = [s for s in live if s.name.startswith("chat")]
+    assert chats and all("gen_ai.input.messages" in (s.attributes or {}) for s in chats)
+    assert _shape(live) == _shape(exported)

@@ -37,7 +37,7 @@ from eventlog import (
     ToolCallPart,
     ToolResultPart,
 )
-from projections import messages
+from projections import MessagesView, messages
 
 from ..report import FAILED_FATES, result_fate
 
@@ -105,6 +105,8 @@ class SpanBuilder:
         self._agent = agent_name
         self._turn: Span | None = None
         self._request_from: Event | None = None
+        # The model-visible messages when the request went out, captured live (see _request).
+        self._request_messages: MessagesView | None = None
         self._model: str | None = None
         self._system: str | None = None
         self._proposed: dict[tuple[int, int, str], str] = {}
@@ -180,7 +182,16 @@ class SpanBuilder:
         self._turn = None
 
     def _step_start(self, event: Event) -> None:
+        self._request(event)
+
+    def _request(self, event: Event) -> None:
+        """The model request goes out after ``event``. Fed live (the event is the session's
+        head: a commit observer), the messages it sent are the session's messages now, O(1),
+        and held whatever the session later drops from memory; fed from a stored log, they are
+        folded up to ``event`` when the reply comes."""
         self._request_from = event
+        live = self._content and self._session.head == event.seq
+        self._request_messages = messages(self._session) if live else None
 
     def _reply(self, event: Event) -> None:
         start = self._request_from or event
@@ -218,14 +229,16 @@ class SpanBuilder:
                 )
                 span.set_attribute("gen_ai.output.messages", _json.encode([output]).decode())
         if self._content:
-            seen = messages(self._session, at=start.seq)
+            seen = self._request_messages
+            if seen is None:
+                seen = messages(self._session, at=start.seq)
             history = [message_parts(m) for m in seen]
             span.set_attribute("gen_ai.input.messages", _json.encode(history).decode())
             if self._system:
                 system = [{"type": "text", "content": self._system}]
                 span.set_attribute("gen_ai.system_instructions", _json.encode(system).decode())
         span.end(end_time=event.time * _NS)
-        self._request_from = event  # a retry's request goes out after the failed attempt
+        self._request(event)  # a retry's request goes out after the failed attempt
 
     def _tool_call(self, event: Event) -> None:
         data = event.data
