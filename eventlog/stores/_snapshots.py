@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import msgspec
 
 from .._codec import Row, decode_event, encode_sources, encode_surface
+from .._errors import CorruptLogError
 from .._event import Event, Unknown
 from .._grammar import TurnGrammar
 from .._registry import EventTypes
@@ -29,7 +30,14 @@ from .._snapshot_state import SnapshotState, snapshot_states
 from .._surface import SurfaceIndex, message_delta
 from .._versions import mark_version
 
-__all__ = ("Restored", "SnapshotFault", "decode_snapshot", "encode_snapshot", "fold_state")
+__all__ = (
+    "Restored",
+    "SnapshotFault",
+    "decode_snapshot",
+    "encode_snapshot",
+    "fold_state",
+    "stored_snapshot",
+)
 
 logger = logging.getLogger("eventlog.snapshots")
 
@@ -71,6 +79,27 @@ class Restored:
     pinned: dict[int, Event]
     #: Projection key -> decoded state (only those whose codec version matched).
     states: dict[str, object]
+
+
+def stored_snapshot(
+    session_id: str, seq: object, hash: object, data: object
+) -> tuple[int, bytes, bytes]:
+    """A backend's snapshot row as ``(seq, hash, data)``, its shape checked (its bytes are
+    checked where they are used, by :func:`decode_snapshot` and against the chain).
+
+    :raises CorruptLogError: a value is not of its column's type: the row, or the table, was
+        written by another application (a table of that name with other column types).
+    """
+    if type(seq) is not int or type(hash) is not bytes or type(data) is not bytes:
+        raise CorruptLogError(
+            f"session {session_id!r}: the stored snapshot row is not eventlog's (seq, hash, "
+            f"data are {type(seq).__name__}, {type(hash).__name__}, {type(data).__name__}; "
+            "expected int, bytes, bytes)",
+            session_id=session_id,
+            hint="the snapshots table was written outside eventlog; deleting the row is safe "
+            "(a snapshot is a cache of the log: open replays without it)",
+        )
+    return seq, hash, data
 
 
 def _row(event: Event, types: EventTypes) -> Row:
