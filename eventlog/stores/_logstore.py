@@ -10,7 +10,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -65,8 +65,14 @@ from ._base import (
 )
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
-from ._snapshots import Restored, SnapshotFault, decode_snapshot, encode_snapshot
-from ._writer import Writer
+from ._snapshots import (
+    Restored,
+    SnapshotFault,
+    decode_snapshot,
+    encode_snapshot,
+    keep_surface_rows,
+)
+from ._writer import Batch, StartWrite, WriteDone, Writer
 
 __all__ = ("DEFAULT_SNAPSHOT_EVERY", "DEFAULT_TRIM_EVERY", "LogStore", "lease_owner")
 
@@ -148,12 +154,12 @@ class LogStore(Store):
         # Snapshot writes in flight (closing waits for them: each is a few milliseconds).
         self._snapshot_writes: set[str] = set()
         self._snapshots_idle = anyio.Event()
-        # Per open session: the rows of its last snapshot, reused by the next (see
-        # encode_snapshot); dropped when the session is released.
+        # Per open session: the rows of its last snapshot and of the surface events written
+        # since, reused by the next (see encode_snapshot); dropped when it is released.
         self._snapshot_rows: dict[Session, dict[int, Row]] = {}
         self._writer = Writer(
-            backend.write,
-            start=backend.start_write if isinstance(backend, StartsWrites) else None,
+            self._write_keeping_rows if self.snapshot_every else backend.write,
+            start=self._start_write() if isinstance(backend, StartsWrites) else None,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )
@@ -315,10 +321,12 @@ class LogStore(Store):
             snapshot_fault: str | None = None
             if verify == "snapshot" and isinstance(self.backend, Snapshots):
                 restored, snapshot_fault = await self._snapshot_of(sid, record.head)
+            # The surface events' rows, as read: the rows cache of the session's next snapshot.
+            rows: dict[int, Row] | None = {} if self.snapshot_every else None
             if restored is not None:
-                loader = await self._load_after(sid, restored)
+                loader = await self._load_after(sid, restored, rows)
             else:
-                loader, _ = await self._load(sid, salvage=False)
+                loader, _ = await self._load(sid, salvage=False, rows=rows)
             fault = _head_fault(sid, loader.head, record.head)
             if fault is not None:
                 raise fault
@@ -329,6 +337,8 @@ class LogStore(Store):
             raise
         session = self._wrap(sid, loader, record, read_only=False, whole=verify == "full")
         session.snapshot_fault = snapshot_fault
+        if rows is not None:
+            self._snapshot_rows[session] = rows
         if restored is not None:
             session.snapshot_seq = restored.seq
             for key, state in states.items():
@@ -370,8 +380,13 @@ class LogStore(Store):
         logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
         return None, fault
 
-    async def _load_after(self, sid: str, restored: Restored) -> LogLoader:
-        """A loader resumed from ``restored`` and fed the stored rows after it."""
+    async def _load_after(
+        self, sid: str, restored: Restored, rows: dict[int, Row] | None = None
+    ) -> LogLoader:
+        """A loader resumed from ``restored`` and fed the stored rows after it; ``rows``, when
+        given, gets the snapshot's rows and the surface rows read after it."""
+        if rows is not None:
+            rows.update(restored.rows)
         loader = LogLoader(self.types, sid)
         loader.resume(
             head=restored.head,
@@ -382,6 +397,8 @@ class LogStore(Store):
         )
         async for chunk in self.backend.read_rows(sid, restored.seq + 1, None):
             loader.feed(chunk)
+            if rows is not None:
+                keep_surface_rows(rows, chunk, loader.surface)
         return loader
 
     async def _states_of(self, sid: str, restored: Restored) -> dict[str, object]:
@@ -415,6 +432,44 @@ class LogStore(Store):
             self._snapshots_idle = anyio.Event()
         self._snapshot_writes.add(session.id)
         self._task_group.start_soon(self._write_snapshot, session.id, seq, digest, data)
+
+    async def _write_keeping_rows(self, batches: Sequence[Batch]) -> Collection[str]:
+        """The backend's write; then the surface rows of each session that may snapshot (it
+        has compacted) are kept for its next snapshot, which so encodes no payload twice."""
+        conflicts = await self.backend.write(batches)
+        self._keep_rows(batches, conflicts)
+        return conflicts
+
+    def _start_write(self) -> StartWrite:
+        """The backend's :meth:`~StartsWrites.start_write` for the writer's pipelined rounds,
+        keeping the written rows as :meth:`_write_keeping_rows` does."""
+        backend = self.backend
+        assert isinstance(backend, StartsWrites)
+        if not self.snapshot_every:
+            return backend.start_write
+
+        def start(batches: Sequence[Batch], done: WriteDone) -> None:
+            def written(conflicts: Collection[str], error: BaseException | None) -> None:
+                if error is None:
+                    self._keep_rows(batches, conflicts)
+                done(conflicts, error)
+
+            backend.start_write(batches, written)
+
+        return start
+
+    def _keep_rows(self, batches: Sequence[Batch], conflicts: Collection[str]) -> None:
+        try:
+            for batch in batches:
+                session = self._open.get(batch.session_id)
+                if session is None or not session.surface_index.generation:
+                    continue  # not open here (closed meanwhile), or never compacted: no snapshot
+                if conflicts and batch.session_id in conflicts:
+                    continue  # not written: fenced
+                cache = self._snapshot_rows.setdefault(session, {})
+                keep_surface_rows(cache, batch.rows, session.surface_index)
+        except Exception:  # only a cache: a round that was written must never look failed
+            logger.exception("eventlog: keeping written rows for snapshots failed")
 
     async def _write_snapshot(self, sid: str, seq: int, digest: bytes, data: bytes) -> None:
         assert isinstance(self.backend, Snapshots)
@@ -500,10 +555,16 @@ class LogStore(Store):
             await self.backend.release_lease(session.id, self._owner)
 
     async def _load(
-        self, sid: str, *, salvage: bool, limit: int | None = None
+        self,
+        sid: str,
+        *,
+        salvage: bool,
+        limit: int | None = None,
+        rows: dict[int, Row] | None = None,
     ) -> tuple[LogLoader, EventLogError | None]:
         """Decode, verify and fold a stored log (see :meth:`Store.open`), at most ``limit``
-        events of it.
+        events of it; ``rows``, when given, gets the rows of the surface's events once the
+        session has compacted (see :func:`keep_surface_rows`: about the surface's size).
 
         With ``salvage`` the error that stopped loading is returned instead of raised.
         """
@@ -511,6 +572,8 @@ class LogStore(Store):
         try:
             async for chunk in self.backend.read_rows(sid, 0, limit):
                 loader.feed(chunk)
+                if rows is not None and loader.surface.generation:
+                    keep_surface_rows(rows, chunk, loader.surface)
         except CorruptLogError as exc:
             if not salvage:
                 raise

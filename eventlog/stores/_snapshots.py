@@ -6,6 +6,11 @@ surface (its nodes and generation, with the events on it, so the messages the mo
 back without reading the log), the turn and step grammar, the covered event itself, and the
 cached states of the projections registered with :func:`eventlog.register_snapshot_state`.
 
+The surface's events are held as the rows the store holds, hash left out. A capture takes them
+from the session's rows cache: the rows its previous snapshot held (or the one it was opened
+from), the rows the writer wrote since and those ``open`` read (:func:`keep_surface_rows`), so
+it encodes a payload again only for an event it finds in none of them.
+
 Stored bytes: ``b"ELS"``, one format byte, a 16-byte BLAKE2b digest of the body, the body
 (msgpack). A snapshot that is torn, altered, of another format, or whose hash is not the stored
 row's at its seq is never used: ``open`` replays instead and reports why. Only the chain is the
@@ -16,11 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
 
 from .._codec import Row, decode_event, encode_sources, encode_surface
+from .._errors import CorruptLogError
 from .._event import Event, Unknown
 from .._grammar import TurnGrammar
 from .._registry import EventTypes
@@ -29,7 +36,15 @@ from .._snapshot_state import SnapshotState, snapshot_states
 from .._surface import SurfaceIndex, message_delta
 from .._versions import mark_version
 
-__all__ = ("Restored", "SnapshotFault", "decode_snapshot", "encode_snapshot", "fold_state")
+__all__ = (
+    "Restored",
+    "SnapshotFault",
+    "decode_snapshot",
+    "encode_snapshot",
+    "fold_state",
+    "keep_surface_rows",
+    "stored_snapshot",
+)
 
 logger = logging.getLogger("eventlog.snapshots")
 
@@ -71,6 +86,30 @@ class Restored:
     pinned: dict[int, Event]
     #: Projection key -> decoded state (only those whose codec version matched).
     states: dict[str, object]
+    #: The snapshot's rows by seq (the surface's events and the covered one): the rows cache
+    #: of the session opened from it (see :func:`encode_snapshot`).
+    rows: dict[int, Row]
+
+
+def stored_snapshot(
+    session_id: str, seq: object, hash: object, data: object
+) -> tuple[int, bytes, bytes]:
+    """A backend's snapshot row as ``(seq, hash, data)``, its shape checked (its bytes are
+    checked where they are used, by :func:`decode_snapshot` and against the chain).
+
+    :raises CorruptLogError: a value is not of its column's type: the row, or the table, was
+        written by another application (a table of that name with other column types).
+    """
+    if type(seq) is not int or type(hash) is not bytes or type(data) is not bytes:
+        raise CorruptLogError(
+            f"session {session_id!r}: the stored snapshot row is not eventlog's (seq, hash, "
+            f"data are {type(seq).__name__}, {type(hash).__name__}, {type(data).__name__}; "
+            "expected int, bytes, bytes)",
+            session_id=session_id,
+            hint="the snapshots table was written outside eventlog; deleting the row is safe "
+            "(a snapshot is a cache of the log: open replays without it)",
+        )
+    return seq, hash, data
 
 
 def _row(event: Event, types: EventTypes) -> Row:
@@ -116,15 +155,41 @@ def fold_state(session: Session, spec: SnapshotState) -> object | None:
     return state
 
 
+#: Rows kept beyond the surface before :func:`keep_surface_rows` drops those no longer on it
+#: (events a compaction replaced while no snapshot was taken).
+_SLACK = 256
+
+
+def keep_surface_rows(cache: dict[int, Row], rows: Sequence[Row], surface: SurfaceIndex) -> None:
+    """Keep the surface events among ``rows``, a session's rows just written (hash and all),
+    in its rows cache for its next snapshot, which then encodes none of their payloads again:
+    the stored bytes are the bytes a snapshot holds.
+
+    Events a later compaction took off the surface are dropped at the next snapshot, or here
+    once the cache outgrows the surface (a snapshot may not be taken for a while), so the
+    cache holds about the surface's rows, as a snapshot does.
+    """
+    for row in rows:
+        if row.surface is not None:
+            cache[row.seq] = row
+    nodes = surface.nodes
+    if len(cache) > 2 * len(nodes) + _SLACK:
+        on = set(nodes)
+        for seq in [seq for seq in cache if seq not in on]:
+            del cache[seq]
+
+
 def encode_snapshot(
     session: Session, rows_cache: dict[int, Row] | None = None
 ) -> tuple[int, bytes, bytes]:
     """``(seq, hash, bytes)`` of a snapshot of ``session`` at its head (which must be durable
     and its hash known: ``session.last_hash``).
 
-    :param rows_cache: the rows encoded for this session's previous snapshot, by seq: reused
-        (events never change) and updated to this snapshot's, so a snapshot encodes only the
-        events that reached the surface since the last one.
+    :param rows_cache: rows of this session's events by seq: those of its previous snapshot
+        (or of the snapshot it was opened from) and those :func:`keep_surface_rows` kept as
+        they were written. Reused (events never change; a row's stored hash is left out of
+        the snapshot, as every row's is) and updated to this snapshot's rows, so a snapshot
+        encodes only the payloads of surface events it finds in neither.
     """
     head = session.head
     surface = session.surface_index
@@ -136,6 +201,8 @@ def encode_snapshot(
         row = cache.get(seq)
         if row is None:
             row = _row(session.event(seq), types)
+        elif row.hash:
+            row = msgspec.structs.replace(row, hash=b"")  # as written: the stored hash
         rows.append(row)
     cache.clear()
     cache.update(zip(seqs, rows, strict=True))
@@ -181,6 +248,7 @@ def decode_snapshot(data: bytes, types: EventTypes, session_id: str) -> Restored
     try:
         snap = _decoder.decode(body)
         pinned: dict[int, Event] = {}
+        rows = {row.seq: row for row in snap.rows}
         for row in snap.rows:
             pinned[row.seq] = decode_event(row, types, session_id=session_id)
         head = pinned.pop(snap.seq)
@@ -213,4 +281,5 @@ def decode_snapshot(data: bytes, types: EventTypes, session_id: str) -> Restored
         grammar=grammar,
         pinned=pinned,
         states=states,
+        rows=rows,
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 import asyncpg
 
+from .._snapshots import stored_snapshot
 from ._sql import quote_ident
 
 __all__ = ("delete_snapshot", "insert_snapshot", "select_snapshot")
@@ -45,7 +46,10 @@ async def insert_snapshot(
 async def select_snapshot(
     conn: Any, schema: str, session_id: str
 ) -> tuple[int, bytes, bytes] | None:
-    """The session's snapshot ``(seq, hash, data)``, or ``None`` (also with no table yet)."""
+    """The session's snapshot ``(seq, hash, data)``, or ``None`` (also with no table yet).
+
+    :raises CorruptLogError: the row's values are not of their columns' types.
+    """
     try:
         found = await conn.fetchrow(
             f"SELECT seq, hash, data FROM {quote_ident(schema)}.snapshots WHERE session_id = $1",
@@ -53,7 +57,7 @@ async def select_snapshot(
         )
     except asyncpg.UndefinedTableError:
         return None
-    return None if found is None else (int(found[0]), bytes(found[1]), bytes(found[2]))
+    return None if found is None else stored_snapshot(session_id, *found)
 
 
 async def delete_snapshot(conn: Any, schema: str, session_id: str) -> None:

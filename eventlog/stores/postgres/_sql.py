@@ -17,7 +17,7 @@ from typing import Any
 
 from ..._codec import FORMAT_VERSION
 from ..._errors import UnsupportedFormatError
-from .._base import ATTACHMENT_COLUMNS, TABLE_COLUMNS
+from .._base import ATTACHMENT_COLUMNS, SNAPSHOT_COLUMNS, TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
 
@@ -241,34 +241,53 @@ def _lit(text: str) -> str:
 
 #: The columns of each table (the sessions table also holds the lease's expiry).
 _COLUMNS = {**TABLE_COLUMNS, "sessions": TABLE_COLUMNS["sessions"] | {"lease_until"}}
-_TABLE_COLUMNS = """
-SELECT table_name::text, array_agg(column_name::text)
-  FROM information_schema.columns
- WHERE table_schema = $1 AND table_name = ANY($2::text[])
- GROUP BY table_name
+#: The tables made later, by the first attachment and the first snapshot (``CREATE TABLE IF
+#: NOT EXISTS`` in their transaction): missing at start is fine, another application's is not
+#: (every write of the store's would fail on it, or a read return rows of another shape).
+_LATER = {"attachments": ATTACHMENT_COLUMNS, "snapshots": SNAPSHOT_COLUMNS}
+# Every relation of the schema with one of these names, whatever its kind (a view, an index, a
+# sequence or a composite type of that name also stops CREATE TABLE IF NOT EXISTS, silently),
+# with whether it is a table and its columns; and every type of these names that is no
+# relation's row type (an enum, a domain: CREATE TABLE fails on it, "type ... already exists").
+# From the catalog, not information_schema, which hides the tables of roles this one has no
+# privilege on: those still stop CREATE TABLE. One round trip.
+_RELATIONS = """
+SELECT c.relname::text, c.relkind IN ('r', 'p'), array_remove(array_agg(a.attname::text), NULL)
+  FROM pg_catalog.pg_class AS c
+  JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+  LEFT JOIN pg_catalog.pg_attribute AS a
+    ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+ WHERE n.nspname = $1 AND c.relname = ANY($2::text[])
+ GROUP BY c.relname, c.relkind
+UNION ALL
+SELECT t.typname::text, false, ARRAY[]::text[]
+  FROM pg_catalog.pg_type AS t
+  JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+ WHERE n.nspname = $1 AND t.typname = ANY($2::text[]) AND t.typrelid = 0
 """
 
 
 async def _check_tables(conn: Any, sql: Statements, store: str) -> bool:
     """Whether eventlog's tables exist in the schema (False: none of them does).
 
-    :raises UnsupportedFormatError: a table of eventlog's names is another application's, or
-        only some exist.
+    :raises UnsupportedFormatError: a table of eventlog's names (the attachments and snapshots
+        tables included, made later) is another application's, or only some exist.
     """
-    wanted = {**_COLUMNS, "attachments": ATTACHMENT_COLUMNS}
-    found = {
-        name: wanted[name] <= set(columns)
-        for name, columns in await conn.fetch(_TABLE_COLUMNS, sql.schema, list(wanted))
-    }
-    # The attachments table comes with the first attachment: missing is fine, foreign is not.
-    if found.pop("attachments", True) is False:
-        found["attachments"] = False
+    wanted = {**_COLUMNS, **_LATER}
+    found: dict[str, bool] = {}
+    for name, is_table, columns in await conn.fetch(_RELATIONS, sql.schema, list(wanted)):
+        found[name] = found.get(name, True) and is_table and wanted[name] <= set(columns)
+    for name in _LATER:  # made later: missing is fine, foreign is not
+        if found.get(name) is True:
+            del found[name]
     if not found:
         return False
     if len(found.keys() & _COLUMNS.keys()) < len(_COLUMNS) or not all(found.values()):
+        # Name the foreign ones; when none is, the set is half made: name what is there.
+        named = sorted(name for name, ours in found.items() if not ours) or sorted(found)
         raise UnsupportedFormatError(
             f"postgresql store {store!r}: schema {sql.schema!r} already holds table(s) "
-            f"{', '.join(sorted(found))} that are not eventlog's; nothing was created",
+            f"{', '.join(named)} that are not eventlog's; nothing was created",
             hint="give the store a schema of its own with schema= (or ?schema= in the URL)",
         )
     return True

@@ -61,6 +61,9 @@ _TABLES = (
 )
 
 
+#: The tables a store makes later, with its first attachment and its first snapshot.
+_LATER = {"attachments": ATTACHMENT_COLUMNS, "snapshots": SNAPSHOT_COLUMNS}
+
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 
 
@@ -175,19 +178,32 @@ def _ours(connection: sqlite3.Connection, path: str) -> bool:
         if info:
             # Every column of ours (a later format may add some: its version says so).
             found[table] = columns <= {row[1] for row in info}
-    attachments = connection.execute(f'PRAGMA table_info("{prefix}attachments")').fetchall()
-    if attachments and not ATTACHMENT_COLUMNS <= {row[1] for row in attachments}:
-        found[prefix + "attachments"] = False  # another application's table of our name
-    snapshots = connection.execute(f'PRAGMA table_info("{prefix}snapshots")').fetchall()
-    if snapshots and not SNAPSHOT_COLUMNS <= {row[1] for row in snapshots}:
-        found[prefix + "snapshots"] = False
+    # The tables made later (first attachment, first snapshot): missing is fine, another
+    # application's is not (every write of the store's would fail on it).
+    for name, columns in _LATER.items():
+        info = connection.execute(f'PRAGMA table_info("{prefix}{name}")').fetchall()
+        if info and not columns <= {row[1] for row in info}:
+            found[prefix + name] = False
+    # An index or a view of one of these names is not a table of ours either: CREATE TABLE
+    # IF NOT EXISTS fails on an index ("there is already an index named ..."), and a view
+    # would pass the column check. Names are compared as SQLite does, without case.
+    names = {(prefix + name).lower(): prefix + name for name in (*TABLE_COLUMNS, *_LATER)}
+    for (name,) in connection.execute(
+        "SELECT lower(name) FROM sqlite_master WHERE type IN ('index', 'view')"
+        f" AND lower(name) IN ({', '.join('?' * len(names))})",
+        list(names),
+    ).fetchall():
+        found[names[name]] = False
     if not found:
         return False
     version = None
     if all(found.values()) and len(found) == len(TABLE_COLUMNS):
         version = connection.execute("SELECT format_version FROM {p}meta").fetchall()
     if not version:
-        foreign = ", ".join(sorted(found))
+        # Name the foreign ones; when none is, the set is half made: name what is there.
+        foreign = ", ".join(
+            sorted(name for name, ours in found.items() if not ours) or sorted(found)
+        )
         raise UnsupportedFormatError(
             f"SQLite database {path} already holds table(s) {foreign} that are not "
             "eventlog's; nothing was created",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from .._snapshots import stored_snapshot
 from ._transaction import transaction
 
 __all__ = ("delete_snapshot", "insert_snapshot", "select_snapshot")
@@ -41,7 +42,10 @@ def insert_snapshot(
 def select_snapshot(
     connection: sqlite3.Connection, session_id: str
 ) -> tuple[int, bytes, bytes] | None:
-    """The session's snapshot ``(seq, hash, data)``, or ``None`` (also with no table yet)."""
+    """The session's snapshot ``(seq, hash, data)``, or ``None`` (also with no table yet).
+
+    :raises CorruptLogError: the row's values are not of their columns' types.
+    """
     try:
         found = connection.execute(
             "SELECT seq, hash, data FROM {p}snapshots WHERE session_id = ?", (session_id,)
@@ -50,7 +54,7 @@ def select_snapshot(
         if "no such table" in str(exc):
             return None
         raise
-    return None if found is None else (int(found[0]), bytes(found[1]), bytes(found[2]))
+    return None if found is None else stored_snapshot(session_id, *found)
 
 
 def delete_snapshot(connection: sqlite3.Connection, session_id: str) -> None:
