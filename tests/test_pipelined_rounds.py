@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -153,3 +154,41 @@ async def test_cancelled_flushers_never_cancel_a_pipelined_write(tmp_path: Path)
             assert session.durable == session.head == 1
     for session in sessions:
         assert await _stored_texts(path, session.id) == [f"{session.id}: {n}" for n in range(2)]
+
+
+async def test_pipelined_rounds_keep_their_rows_for_the_next_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshots take their surface events from the rows the writer wrote (no payload encoded
+    twice), also when those rows were written by pipelined rounds."""
+    import eventlog.stores._snapshots as snapshots_module
+    from tests.test_snapshot_rows import PLANS, check_snapshot_is_the_stored_rows
+    from tests.test_snapshots import play
+
+    encoded: list[str] = []
+    real = snapshots_module._row
+
+    def watched(event: Any, types: Any) -> Any:
+        encoded.append(event.type)
+        return real(event, types)
+
+    monkeypatch.setattr(snapshots_module, "_row", watched)
+    path = tmp_path / "snapshots.db"
+    backend = RecordingSQLite(str(path))
+    async with LogStore(backend, write_delay=60, snapshot_every=30) as store:
+        sessions = [await store.create(session_id=f"s{i}") for i in range(SESSIONS)]
+
+        async def turn(session: Session, number: int) -> None:
+            play(session, number, PLANS[number - 1])
+            await session.flush()
+
+        for number in range(1, 9):
+            async with anyio.create_task_group() as tg:
+                for session in sessions:
+                    tg.start_soon(turn, session, number)
+        assert backend.started, "the rounds were pipelined"
+        assert encoded and set(encoded) == {"turn/end"}
+        while store._snapshot_writes:
+            await store._snapshots_idle.wait()
+        for session in sessions:
+            await check_snapshot_is_the_stored_rows(store, session.id)
