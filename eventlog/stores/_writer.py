@@ -362,19 +362,15 @@ class Writer:
         """Take everything queued and start its write on the backend's thread now; return the
         round (the one in flight, or the next when nothing was queued)."""
         assert self._start is not None
-        round_, self._next_round = self._next_round, _Round()
-        self._again = False
-        if self._task_group is None:
-            self._next_round = round_
+        if self._task_group is None:  # closed: the round fails at once, as a scheduled one
+            round_ = self._next_round
             self._write_round_now_failed()
             return round_
-        taken = self._take()
+        round_, taken = self._open_round()
         if not taken:
-            round_.done.set()
             return round_
-        self._in_flight = round_
         self._pipelined = True
-        batches = [Batch(tail.session_id, tail.durable, rows) for tail, rows in taken]
+        batches = self._batches(taken)
 
         def done(conflicts: Collection[str], error: BaseException | None) -> None:
             self._finish(round_, taken, conflicts if error is None else (), error)
@@ -397,28 +393,35 @@ class Writer:
         self._scheduled = True
         self._round_wanted.set()
 
-    def _write_round_now_failed(self) -> None:
+    def _open_round(self) -> tuple[_Round, list[tuple[_SessionTail, list[Row]]]]:
+        """Make the next round the one in flight with everything queued, as rows; with nothing
+        queued it is done at once (and not in flight)."""
         round_, self._next_round = self._next_round, _Round()
         self._again = False
         taken = self._take()
         if taken:
             self._in_flight = round_
-            self._finish(round_, taken, (), ClosedError("the store is closed"))
         else:
             round_.done.set()
+        return round_, taken
+
+    @staticmethod
+    def _batches(taken: list[tuple[_SessionTail, list[Row]]]) -> list[Batch]:
+        return [Batch(tail.session_id, tail.durable, rows) for tail, rows in taken]
+
+    def _write_round_now_failed(self) -> None:
+        round_, taken = self._open_round()
+        if taken:
+            self._finish(round_, taken, (), ClosedError("the store is closed"))
 
     async def _write_round(self) -> None:
         if not self._scheduled:
             return  # the round asked of this task was started on the backend's thread
         self._scheduled = False
-        round_, self._next_round = self._next_round, _Round()
-        self._again = False
-        taken = self._take()
+        round_, taken = self._open_round()
         if not taken:
-            round_.done.set()
             return
-        self._in_flight = round_
-        batches = [Batch(tail.session_id, tail.durable, rows) for tail, rows in taken]
+        batches = self._batches(taken)
         try:
             # Shielded: closing the store never leaves "did it commit?" unanswerable.
             with anyio.CancelScope(shield=True):
