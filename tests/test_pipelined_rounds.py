@@ -192,3 +192,20 @@ async def test_pipelined_rounds_keep_their_rows_for_the_next_snapshot(
             await store._snapshots_idle.wait()
         for session in sessions:
             await check_snapshot_is_the_stored_rows(store, session.id)
+
+
+async def test_a_round_opened_by_the_writer_threads_answer_waits_on_the_loops_own_event(
+    tmp_path: Path,
+) -> None:
+    # A pipelined round is opened in the callback that delivers the previous round's answer,
+    # outside any task. anyio.Event() made there cannot see the running library and returns an
+    # adapter that looks it up again on every wait: a cost paid by every flusher of the round.
+    backend = RecordingSQLite(str(tmp_path / "events.db"))
+    loop_event = type(anyio.Event())
+    async with LogStore(backend, write_delay=60) as store:
+        sessions = [await store.create(session_id=f"s{i}") for i in range(SESSIONS)]
+        for checkpoint in range(3):
+            await _checkpoint(sessions, str(checkpoint))
+        assert backend.started, "no round was pipelined: the scenario tests nothing"
+        writer = store._writer  # the next round's event is what the next flushers wait on
+        assert type(writer._next_round.done) is loop_event

@@ -84,8 +84,8 @@ class _Round:
 
     __slots__ = ("done", "error")
 
-    def __init__(self) -> None:
-        self.done = anyio.Event()
+    def __init__(self, new_event: Callable[[], anyio.Event] = anyio.Event) -> None:
+        self.done = new_event()
         self.error: BaseException | None = None
 
 
@@ -223,6 +223,7 @@ class Writer:
         # (a flush still retries at once), so a failing disk is not hammered every 10 ms.
         self._backoff = 0.0
         self._task_group: TaskGroup | None = None
+        self._new_event: Callable[[], anyio.Event] = anyio.Event
 
     def tail(self, session_id: str, last_hash: bytes, durable: int) -> _SessionTail:
         """The tail of a session opened for writing, its stored log ending at ``durable`` with
@@ -313,13 +314,18 @@ class Writer:
             delay = max(self._write_delay - (time.monotonic() - self._since), self._backoff)
             if delay > 0:
                 await anyio.sleep(delay)
-            self._wake = anyio.Event()
+            self._wake = self._new_event()
             self.woken = False
             await self._next_round_done()
 
     async def start(self, task_group: TaskGroup) -> None:
         """Start the writer's tasks inside the store's task group."""
         self._task_group = task_group
+        # The event loop's own event class, taken here, in a task. ``anyio.Event()`` finds the
+        # running library through the current task, so one made in a plain callback (a round
+        # opened when the writer thread's answer arrives) is an adapter that finds it on every
+        # wait instead: an extra frame and a library lookup for every flusher of the round.
+        self._new_event = type(anyio.Event())
         await task_group.start(self.run)
         await task_group.start(self._rounds)
 
@@ -329,7 +335,7 @@ class Writer:
         task_status.started()
         while True:
             await self._round_wanted.wait()
-            self._round_wanted = anyio.Event()
+            self._round_wanted = self._new_event()
             await self._write_round()
 
     async def _next_round_done(self) -> _Round:
@@ -396,7 +402,7 @@ class Writer:
     def _open_round(self) -> tuple[_Round, list[tuple[_SessionTail, list[Row]]]]:
         """Make the next round the one in flight with everything queued, as rows; with nothing
         queued it is done at once (and not in flight)."""
-        round_, self._next_round = self._next_round, _Round()
+        round_, self._next_round = self._next_round, _Round(self._new_event)
         self._again = False
         taken = self._take()
         if taken:
