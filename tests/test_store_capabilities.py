@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from eventlog.stores import Backend, LogStore, MemoryBackend, Store
-from eventlog.stores._base import BackgroundTask, LeaseReader, MaskedUrl, StartsWrites
+from eventlog.stores._base import (
+    BackgroundTask,
+    LeaseReader,
+    MaskedUrl,
+    StartsWrites,
+    WritesElsewhere,
+)
 from eventlog.stores.postgres import PostgresBackend
 from eventlog.stores.sqlite import SQLiteBackend
 from recovery.testing import FaultyStore
@@ -39,12 +45,16 @@ def test_each_backend_has_exactly_the_abilities_it_implements(tmp_path: Path) ->
     # Only SQLite writes on a thread of its own, where a round can start without a task.
     assert isinstance(sqlite, StartsWrites)
     assert not isinstance(postgres, StartsWrites) and not isinstance(memory, StartsWrites)
+    # Only PostgreSQL's rounds are written by a server while the loop goes on (pipelined in
+    # tasks); the memory store's writes are instant, SQLite's start on its thread.
+    assert isinstance(postgres, WritesElsewhere) and postgres.writes_elsewhere
+    assert not isinstance(sqlite, WritesElsewhere) and not isinstance(memory, WritesElsewhere)
     for backend in (sqlite, postgres, memory):
         assert isinstance(backend, LeaseReader) and isinstance(backend, Backend)
     # The fault-injecting wrapper passes its backend's abilities through, and only those.
     faulty = FaultyBackend(memory)
     assert isinstance(faulty, LeaseReader) and isinstance(faulty, Backend)
-    assert not isinstance(faulty, BackgroundTask | MaskedUrl | StartsWrites)
+    assert not isinstance(faulty, BackgroundTask | MaskedUrl | StartsWrites | WritesElsewhere)
 
 
 @pytest.mark.parametrize("path", sorted(STORES.rglob("*.py")), ids=lambda p: p.name)

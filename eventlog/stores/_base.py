@@ -32,6 +32,7 @@ __all__ = (
     "SessionRecord",
     "Snapshots",
     "StartsWrites",
+    "WritesElsewhere",
     "ATTACHMENT_COLUMNS",
     "SNAPSHOT_COLUMNS",
     "TABLE_COLUMNS",
@@ -409,6 +410,17 @@ class StartsWrites(Protocol):
         :raises ClosedError: the backend is closed (nothing was started).
         """
         ...
+
+
+@runtime_checkable
+class WritesElsewhere(Protocol):
+    """A backend whose write round is done by a database server, not by this process
+    (PostgreSQL): while a round is in flight the event loop is free, so the writer pipelines
+    many sessions flushing in step as it does for :class:`StartsWrites`, each pipelined round
+    written in a task of its own (see :class:`~eventlog.stores._writer.Writer`)."""
+
+    #: ``True``: pipeline the rounds.
+    writes_elsewhere: bool
 
 
 @runtime_checkable

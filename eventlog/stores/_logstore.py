@@ -62,6 +62,7 @@ from ._base import (
     Snapshots,
     StartsWrites,
     Store,
+    WritesElsewhere,
 )
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
@@ -160,6 +161,7 @@ class LogStore(Store):
         self._writer = Writer(
             self._write_keeping_rows if self.snapshot_every else backend.write,
             start=self._start_write() if isinstance(backend, StartsWrites) else None,
+            pipeline=isinstance(backend, WritesElsewhere) and backend.writes_elsewhere,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )

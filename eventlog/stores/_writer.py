@@ -171,17 +171,20 @@ class Writer:
     caller never cancels or waits for a write, and closing the store never leaves "did it
     commit?" unanswerable.
 
-    With ``start`` (a backend that writes on a thread of its own), many sessions flushing in
-    step are written as two alternating rounds, a pipeline: when the sessions queued reach
-    half of those the last two rounds wrote, the flush that brings them there starts their
-    round at once, on the backend's thread, and the others' appends run on the event loop
-    meanwhile; a round that ends with sessions queued starts the next at once too. One round
-    for everyone would leave the loop idle during each commit and the disk idle during the
-    appends.
+    With ``start`` (a backend that writes on a thread of its own) or ``pipeline`` (a backend
+    whose write waits on a database server), many sessions flushing in step are written as two
+    alternating rounds, a pipeline: when the sessions queued reach half of those the last two
+    rounds wrote, the flush that brings them there starts their round at once (on the
+    backend's thread, or in a task of its own), and the others' appends run on the event loop
+    meanwhile; a round that ends with sessions queued starts the next at once too, before its
+    flushers are woken. One round for everyone would leave the loop idle during each commit
+    and the disk idle during the appends.
 
     :param write: the store's batch write (see :data:`WriteFunction`).
     :param start: the same write started on the backend's thread (see :data:`StartWrite`), or
-        ``None``: every round is written by the rounds task.
+        ``None``.
+    :param pipeline: pipeline rounds without ``start``: each pipelined round's ``write`` runs
+        in a task of its own (shielded) instead of the rounds task. Implied by ``start``.
     :param write_delay: seconds the background writer waits for more events before a round.
     :param max_pending_bytes: committed-but-unwritten bytes allowed before ``append`` refuses.
     """
@@ -191,11 +194,13 @@ class Writer:
         write: WriteFunction,
         *,
         start: StartWrite | None = None,
+        pipeline: bool = False,
         write_delay: float = 0.010,
         max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self._write = write
         self._start = start
+        self._pipeline = pipeline or start is not None
         # Sessions written by the last two rounds (what a pipelined round is measured against),
         # and whether the round in flight was started on the backend's thread.
         self._last_sizes = (0, 0)
@@ -348,7 +353,7 @@ class Writer:
         """Ask for the next round (after the one in flight, if any) and return it."""
         if self._in_flight is not None:
             self._again = True
-        elif self._start is not None and self._pipeline_due():
+        elif self._pipeline and self._pipeline_due():
             # Started here, not by the rounds task (which then finds nothing asked of it).
             self._scheduled = False
             return self._start_round()
@@ -365,9 +370,9 @@ class Writer:
         return queued >= _PIPELINE_FROM and 2 * queued >= max(self._last_sizes) > 0
 
     def _start_round(self) -> _Round:
-        """Take everything queued and start its write on the backend's thread now; return the
-        round (the one in flight, or the next when nothing was queued)."""
-        assert self._start is not None
+        """Take everything queued and start its write now, on the backend's thread or in a task
+        of its own; return the round (the one in flight, or the next when nothing was
+        queued)."""
         if self._task_group is None:  # closed: the round fails at once, as a scheduled one
             round_ = self._next_round
             self._write_round_now_failed()
@@ -381,6 +386,9 @@ class Writer:
         def done(conflicts: Collection[str], error: BaseException | None) -> None:
             self._finish(round_, taken, conflicts if error is None else (), error)
 
+        if self._start is None:
+            self._task_group.start_soon(self._write_taken, round_, taken, batches)
+            return round_
         try:
             self._start(batches, done)
         except Exception as exc:
@@ -422,12 +430,15 @@ class Writer:
 
     async def _write_round(self) -> None:
         if not self._scheduled:
-            return  # the round asked of this task was started on the backend's thread
+            return  # the round asked of this task was started by a flush (pipelined)
         self._scheduled = False
         round_, taken = self._open_round()
-        if not taken:
-            return
-        batches = self._batches(taken)
+        if taken:
+            await self._write_taken(round_, taken, self._batches(taken))
+
+    async def _write_taken(
+        self, round_: _Round, taken: list[tuple[_SessionTail, list[Row]]], batches: list[Batch]
+    ) -> None:
         try:
             # Shielded: closing the store never leaves "did it commit?" unanswerable.
             with anyio.CancelScope(shield=True):
@@ -456,16 +467,18 @@ class Writer:
                 self._backoff = min(1.0, max(0.05, self._backoff * 2))
                 self._requeue(taken)
                 logger.warning("eventlog: write round failed, batch kept for retry: %s", error)
+            if self._again:
+                if pipelined and error is None and self._pipeline_due():
+                    # The sessions that committed during the write are written now, while the
+                    # ones about to be woken append on the loop: the pipeline goes on. Started
+                    # before they are woken: a round written in a task then sends its write
+                    # ahead of their appends (the loop runs ready tasks in order).
+                    self._start_round()
+                else:
+                    self._schedule_round()
         finally:
             # Whatever happens, the flushers are woken.
             round_.done.set()
-        if self._again:
-            if pipelined and error is None and self._start is not None and self._pipeline_due():
-                # The sessions that committed during the write are written now, while the
-                # ones just woken append on the loop: the pipeline goes on.
-                self._start_round()
-            else:
-                self._schedule_round()
 
     def _take(self) -> list[tuple[_SessionTail, list[Row]]]:
         """Everything waiting, as rows: rows of a failed round first, then new events."""

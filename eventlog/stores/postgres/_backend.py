@@ -87,6 +87,10 @@ class PostgresBackend(Backend):
     :raises ValidationError: an option is unknown or out of range.
     """
 
+    #: The server writes a round while the event loop goes on: rounds are pipelined
+    #: (see ``WritesElsewhere`` in ``eventlog.stores``).
+    writes_elsewhere = True
+
     def __init__(
         self,
         url: str,
