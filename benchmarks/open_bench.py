@@ -16,7 +16,10 @@ Figures per size, medians of several opens, each in a new store:
   events of the same workload (never reopened): Python allocations traced by ``tracemalloc``
   (peak, and current after a ``gc`` at the end) with ``trim_every=0`` (every event kept in
   memory, as before trimming) and with the default (the events each snapshot covers dropped
-  once 10,000 have gathered), and untraced seconds to append them at 100,000.
+  once 10,000 have gathered), and untraced seconds to append them at 100,000; then, trimmed,
+  with ``projections`` imported and read as an agent server reads them (the timeline, the
+  messages, the inbox and the request header at each step), in a child process of its own so
+  their registered snapshot states do not change the other figures.
 
 The files are built once per run under a temporary directory; a session is reopened every
 100,000 events while it is built, so building holds at most that many events in memory.
@@ -27,6 +30,8 @@ from __future__ import annotations
 import gc
 import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -40,7 +45,7 @@ from eventlog import EventTypes, Message, Replace, UserMessage, open_store
 from eventlog.stores import DEFAULT_TRIM_EVERY
 
 from ._harness import Figure, Stats, print_figure
-from .workload import EVENTS_PER_TURN, append_turn
+from .workload import EVENTS_PER_TURN, append_turn, turn_events
 
 __all__ = ("main",)
 
@@ -56,18 +61,27 @@ async def build(
     *,
     reopen_every: int | None = _REOPEN_EVERY,
     trace: bool = False,
+    agent: bool = False,
     **options: Any,
 ) -> int:
     """Append about ``events`` events of standard turns to a new session, compacting every
     ``COMPACT_EVERY`` events, closing and reopening it every ``reopen_every`` events (``None``:
     one session open throughout); return its head. With ``trace``, print the session's
-    traced memory (``tracemalloc`` must be tracing) after a ``gc`` at the end."""
+    traced memory (``tracemalloc`` must be tracing) after a ``gc`` at the end. With
+    ``agent``, read the projections at each step as an agent does (imports them)."""
+    read = _agent_reads() if agent else None
     async with open_store(url, write_delay=60, max_pending_bytes=1 << 40, **options) as store:
         session = await store.create(session_id=session_id)
         turn, since_compaction, since_open = 0, 0, 0
         while session.head + 1 < events:
             turn += 1
-            append_turn(session, turn)
+            if read is None:
+                append_turn(session, turn)
+            else:
+                for type_, data, surface in turn_events(turn):
+                    session.append(type_, data, surface=surface)
+                    if type_ == "step/start":
+                        read(session)
             since_compaction += EVENTS_PER_TURN
             since_open += EVENTS_PER_TURN
             if since_compaction >= COMPACT_EVERY:
@@ -97,6 +111,43 @@ async def build(
 
 #: (current MiB, peak MiB, events held) of each traced live build, appended by ``build``.
 _LIVE: list[tuple[float, float, int]] = []
+
+
+def _agent_reads() -> Any:
+    """What an agent reads at each step: the open step's calls and the numbering (the
+    timeline), the history for the request (messages), the inbox to claim from and the
+    request settings in force. Imported here: importing ``projections`` registers their
+    snapshot states for the whole process."""
+    from projections import inbox, messages, request_header, timeline
+
+    def read(session: Any) -> None:
+        _ = timeline(session).open_calls
+        messages(session)
+        inbox(session)
+        request_header(session)
+
+    return read
+
+
+def agent_live_memory(url: str, events: int) -> None:
+    """Print the traced memory of one live trimming session read as an agent reads it (the
+    child process of :func:`_agent_memory`): current MiB after gc, peak MiB, events held."""
+    gc.collect()
+    tracemalloc.start()
+    anyio.run(partial(build, reopen_every=None, trace=True, agent=True), url, "agent", events)
+    tracemalloc.stop()
+    print(*_LIVE.pop(), flush=True)
+
+
+def _agent_memory(url: str, events: int) -> tuple[float, float, int]:
+    """:func:`agent_live_memory`'s figures, measured in a child process (this checkout's code)."""
+    code = f"from benchmarks.open_bench import agent_live_memory as m; m({url!r}, {events})"
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+    ).stdout.split()
+    return float(out[0]), float(out[1]), int(out[2])
 
 
 def _live_memory(url: str, events: int, trim_every: int) -> tuple[float, float, int]:
@@ -139,6 +190,13 @@ def _live_suite(directory: Path, sizes: tuple[int, ...]) -> None:
                 f"peak {peak:.1f} MiB, {held:,} events held",
                 flush=True,
             )
+    for size in sizes:
+        current, peak, held = _agent_memory(f"sqlite:///{directory / f'agent-{size}.db'}", size)
+        print(
+            f"SQLite live session, {size:,} events, trimmed, projections read at each step: "
+            f"{current:.1f} MiB after gc, peak {peak:.1f} MiB, {held:,} events held",
+            flush=True,
+        )
     # Seconds, untraced, A/B alternating (what trimming costs the writer, if anything).
     seconds: dict[int, list[float]] = {0: [], DEFAULT_TRIM_EVERY: []}
     for run in range(3):

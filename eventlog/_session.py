@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from time import time_ns as _time_ns
-from typing import Any, Protocol, overload
+from typing import Any, Protocol, TypeGuard, overload
 
 import anyio
 
@@ -27,6 +27,7 @@ from ._event import Append, Event, Replace, SurfaceOp
 from ._grammar import TurnGrammar
 from ._prefix import EventsView
 from ._registry import EventTypes
+from ._snapshot_state import snapshot_states
 from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
 from ._surface import SurfaceIndex, message_delta, plan_transition
 
@@ -176,6 +177,11 @@ class _PartialEvents(Sequence[Event]):
 
     def __repr__(self) -> str:
         return f"_PartialEvents(seq {self._start}..{self._stop - 1}, in memory from {self._base})"
+
+
+def _is_cursor(entry: object) -> TypeGuard[list[Any]]:
+    """Whether a ``projection_cache`` entry is a ``[state, next_seq]`` cursor (``catch_up``'s)."""
+    return isinstance(entry, list) and len(entry) == 2 and type(entry[1]) is int
 
 
 def _not_loaded(session_id: str, seq: int, base: int) -> EventNotLoadedError:
@@ -601,13 +607,17 @@ class Session:
         generation), which stay held. Views handed out before keep the lists they were made
         over (never changed in place: the session moves to new ones), so they stay valid and
         keep those events alive until they are dropped.
+
+        The registered projection states cached as cursors (the snapshot just caught them up)
+        are trimmed with them, each by its codec's ``trim`` (:class:`~eventlog.SnapshotState`):
+        the state is then what a session opened from a snapshot at its seq holds, as bounded
+        as the events are.
         """
         old_base = self._base
         base = seq
         for entry in self.projection_cache.values():
-            if isinstance(entry, list) and len(entry) == 2 and type(entry[1]) is int:
-                if old_base <= entry[1] < base:
-                    base = entry[1]
+            if _is_cursor(entry) and old_base <= entry[1] < base:
+                base = entry[1]
         if base - old_base < self._trim_every:
             return
         events, pinned = self._events, self._pinned
@@ -619,6 +629,18 @@ class Session:
         self._events = events[base - old_base :]
         self._pinned = kept
         self._base = base
+        self._trim_states()
+
+    def _trim_states(self) -> None:
+        cache = self.projection_cache
+        for spec in snapshot_states():
+            entry = cache.get(spec.key)
+            if spec.trim is None or not _is_cursor(entry):
+                continue
+            try:
+                entry[0] = spec.trim(entry[0])
+            except Exception:  # the untrimmed state is still right, only larger
+                logger.exception("eventlog: session %r: state %r not trimmed", self.id, spec.key)
 
     async def aclose(self) -> None:
         """Flush, then release the writer lease; further appends raise ``ClosedError``.

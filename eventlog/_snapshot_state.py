@@ -31,6 +31,13 @@ class SnapshotState:
     :ivar decode: bytes to a state equal to the one encoded; raise anything on bad bytes.
     :ivar initial: the projection's state before any event.
     :ivar apply: the projection's fold step (may mutate and return the state).
+    :ivar trim: the state as a session opened from a snapshot at the state's seq would
+        restore it (equal, in what its readers answer, to ``decode(encode(state))``), built
+        as new objects, never changing ``state`` (readers may hold views over it). A live
+        session that drops from memory the events a snapshot covers (``Session.trims``)
+        replaces its cached state by this at the same moment, so the state stays as bounded
+        as the events held. ``None``: the cached state is kept as it is (right for a state
+        the snapshot carries whole).
     """
 
     key: str
@@ -39,6 +46,7 @@ class SnapshotState:
     decode: Callable[[bytes], Any]
     initial: Callable[[], Any]
     apply: Callable[[Any, Event], Any]
+    trim: Callable[[Any], Any] | None = None
 
 
 _REGISTERED: dict[str, SnapshotState] = {}

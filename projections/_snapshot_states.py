@@ -6,7 +6,10 @@ The timeline is carried compactly: its open turn and step, the numbering, the fi
 calls that can still change (the open step's and every unanswered one). The answered calls of
 closed steps are not carried, so on a session opened from a snapshot ``Timeline.calls()`` and
 ``Timeline.call()`` know only those and the calls since; a full history is ``timeline`` over a
-session opened with ``verify="full"`` (what the report and the CLI's audit use).
+session opened with ``verify="full"`` (what the report and the CLI's audit use). A live session
+that trims at a snapshot keeps the same of its cached timeline (``TimelineState.trimmed``,
+registered as the codec's ``trim``), so it answers as if reopened from that snapshot; the
+inbox and the request header are carried whole, and kept whole.
 """
 
 from __future__ import annotations
@@ -44,8 +47,6 @@ _timeline_decoder = msgspec.msgpack.Decoder(_Timeline)
 
 
 def _encode_timeline(state: TimelineState) -> bytes:
-    keys = dict.fromkeys([*state.step_calls, *state.unanswered])
-    calls = [found for key in keys if (found := state.latest(key)) is not None]
     return msgspec.msgpack.encode(
         _Timeline(
             seq=state.seq,
@@ -56,7 +57,7 @@ def _encode_timeline(state: TimelineState) -> bytes:
             step_calls=list(state.step_calls),
             step_proposed=state.step_proposed,
             unanswered=list(state.unanswered),
-            calls=calls,
+            calls=state.held_calls(),
             findings=list(state.findings),
         )
     )
@@ -64,16 +65,18 @@ def _encode_timeline(state: TimelineState) -> bytes:
 
 def _decode_timeline(data: bytes) -> TimelineState:
     stored = _timeline_decoder.decode(data)
-    state = TimelineState()
-    state.seq, state.turn, state.step = stored.seq, stored.turn, stored.step
-    state.last_turn, state.last_step = stored.last_turn, stored.last_step
-    for call in stored.calls:
-        state.put((call.turn, call.step, call.call_id), call)
-    state.step_calls = [tuple(key) for key in stored.step_calls]  # type: ignore[misc]
-    state.step_proposed = stored.step_proposed
-    state.unanswered = {tuple(key): None for key in stored.unanswered}  # type: ignore[misc]
-    state.findings = list(stored.findings)
-    return state
+    return TimelineState.restore(
+        seq=stored.seq,
+        turn=stored.turn,
+        step=stored.step,
+        last_turn=stored.last_turn,
+        last_step=stored.last_step,
+        step_calls=[tuple(key) for key in stored.step_calls],  # type: ignore[misc]
+        step_proposed=stored.step_proposed,
+        unanswered=[tuple(key) for key in stored.unanswered],  # type: ignore[misc]
+        calls=stored.calls,
+        findings=list(stored.findings),
+    )
 
 
 class _Inbox(msgspec.Struct, array_like=True, frozen=True):
@@ -109,13 +112,16 @@ _header_decoder = msgspec.msgpack.Decoder(RequestHeader)
 
 def register() -> None:
     """Register the timeline's, the inbox's and the request header's codecs (done on
-    importing ``projections``); each is at version 1."""
-    codecs: tuple[tuple[Any, Callable[[Any], bytes], Callable[[bytes], Any]], ...] = (
-        (TIMELINE, _encode_timeline, _decode_timeline),
-        (INBOX, _encode_inbox, _decode_inbox),
-        (REQUEST_HEADER, msgspec.msgpack.encode, _header_decoder.decode),
+    importing ``projections``); each is at version 1. Only the timeline's state is trimmed
+    when a live session trims at a snapshot (its snapshot form leaves the answered calls of
+    closed steps out); the inbox's and the header's are carried whole, so they are kept."""
+    Codec = tuple[Any, Callable[[Any], bytes], Callable[[bytes], Any], Callable[[Any], Any] | None]
+    codecs: tuple[Codec, ...] = (
+        (TIMELINE, _encode_timeline, _decode_timeline, TimelineState.trimmed),
+        (INBOX, _encode_inbox, _decode_inbox, None),
+        (REQUEST_HEADER, msgspec.msgpack.encode, _header_decoder.decode, None),
     )
-    for projection, encode, decode in codecs:
+    for projection, encode, decode, trim in codecs:
         register_snapshot_state(
             SnapshotState(
                 key=projection.key,
@@ -124,5 +130,6 @@ def register() -> None:
                 decode=decode,
                 initial=projection.initial,
                 apply=projection.apply,
+                trim=trim,
             )
         )

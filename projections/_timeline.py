@@ -24,6 +24,17 @@ The fold also collects *findings*: events that break the numbering or pairing ru
 Reading is O(1) in the history length: :func:`timeline` returns an immutable :class:`Timeline`
 snapshot that shares the fold's append-only version log, so a snapshot a reader holds never
 changes when the session moves on.
+
+What a timeline holds: on a session replayed whole, every call of the log. On a session opened
+from a snapshot, or a live one that has trimmed at one since (``Session.trims``: a long-lived
+session drops at each snapshot what that snapshot covers, and :meth:`TimelineState.trimmed` is
+what its timeline keeps), only what the snapshot carries and what came after: the numbering,
+the open turn and step, every finding, the calls of the open step and every unanswered call
+(those can still change), and every call that appeared since. The answered calls of steps
+that had ended are forgotten: :meth:`Timeline.call` returns ``None`` for them and
+:meth:`Timeline.calls` leaves them out, and an event about one later (a second
+``tool/result``, say) is reported as about a call never proposed. Both ways answer alike; a
+timeline read before a trim keeps answering what it did.
 """
 
 from __future__ import annotations
@@ -177,9 +188,66 @@ class TimelineState:
     def find(self, seq: int, message: str) -> None:
         self.findings.append(Finding(seq=seq, message=f"seq {seq}: {message}"))
 
+    def held_calls(self) -> list[ToolCallState]:
+        """The latest state of each call that can still change: the open step's, then the
+        other unanswered ones (what a snapshot carries, in this order)."""
+        keys = dict.fromkeys([*self.step_calls, *self.unanswered])
+        return [found for key in keys if (found := self.latest(key)) is not None]
+
+    @classmethod
+    def restore(
+        cls,
+        *,
+        seq: int,
+        turn: OpenTurn | None,
+        step: OpenStep | None,
+        last_turn: int,
+        last_step: int,
+        step_calls: list[_Key],
+        step_proposed: int,
+        unanswered: Iterable[_Key],
+        calls: Iterable[ToolCallState],
+        findings: list[Finding],
+    ) -> TimelineState:
+        """A state holding only what a snapshot carries (one version of each call given), as
+        a session opened from that snapshot starts from it."""
+        state = cls()
+        state.seq, state.turn, state.step = seq, turn, step
+        state.last_turn, state.last_step = last_turn, last_step
+        for call in calls:
+            state.put((call.turn, call.step, call.call_id), call)
+        state.step_calls, state.step_proposed = step_calls, step_proposed
+        state.unanswered = dict.fromkeys(unanswered)
+        state.findings = findings
+        return state
+
+    def trimmed(self) -> TimelineState:
+        """A new state that holds what a snapshot at :attr:`seq` carries of this one, and
+        nothing else: the numbering, the open turn and step, every finding, and the calls
+        that can still change (:meth:`held_calls`). What a live session keeps when it trims
+        at a snapshot (``SnapshotState.trim``): the answered calls of closed steps, and the
+        versions only they used, are forgotten. This state is left as it is (the
+        :class:`Timeline` snapshots readers hold share its lists); the new one shares only the
+        append-only findings list (a snapshot holds it with a captured length)."""
+        return TimelineState.restore(
+            seq=self.seq,
+            turn=self.turn,
+            step=self.step,
+            last_turn=self.last_turn,
+            last_step=self.last_step,
+            step_calls=list(self.step_calls),
+            step_proposed=self.step_proposed,
+            unanswered=self.unanswered,
+            calls=self.held_calls(),
+            findings=self.findings,
+        )
+
 
 class Timeline:
-    """An immutable snapshot of the timeline after event ``seq``.
+    """An immutable snapshot of the timeline after event ``seq``. On a session opened from, or
+    trimmed at, a snapshot, :meth:`call` and :meth:`calls` forget the answered calls of steps
+    that had ended (see the module docstring); the rest is what a full replay answers as long
+    as no later event names a forgotten call (in a log the agent writes, none does).
 
     :ivar seq: the last event folded in (-1 for an empty log).
     :ivar turn: the open turn, or ``None``.
@@ -251,7 +319,9 @@ class Timeline:
         return tuple(calls)
 
     def call(self, turn: int, step: int, call_id: str) -> ToolCallState | None:
-        """The state of one call as of this snapshot, or ``None`` if it had not appeared."""
+        """The state of one call as of this snapshot, or ``None`` if it had not appeared, or
+        if it was answered in a step that had ended before the snapshot this session was
+        opened from, or last trimmed at (see the module docstring)."""
         positions = self._history.get((turn, step, call_id))
         if positions is None:
             return None
@@ -261,7 +331,10 @@ class Timeline:
         return None
 
     def calls(self) -> tuple[ToolCallState, ...]:
-        """Every call as of this snapshot, in the order calls first appeared (O(calls))."""
+        """Every call as of this snapshot, in the order calls first appeared (O(calls)). On a
+        session opened from, or trimmed at, a snapshot: those the snapshot carried (the open
+        step's, then the other unanswered ones) and those since, not the answered calls of
+        steps that had ended before it (see the module docstring)."""
         return self._resolve(self._history)
 
     def _identity(self) -> tuple[object, ...]:
