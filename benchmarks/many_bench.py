@@ -50,6 +50,7 @@ the contenders. Results on this machine are in ``benchmarks/MANY.md``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import sqlite3
@@ -311,7 +312,7 @@ def _raw_sqlite(path: Path, count: int, grouped: list[list[Row]], *, mode: str) 
         # store's pipeline of two alternating rounds (without any of its Python).
         cuts = [0, count] if mode == "wave" else [0, count // 2, count]
         for group in range(len(grouped)):
-            for low, high in zip(cuts, cuts[1:]):
+            for low, high in itertools.pairwise(cuts):
                 connection.execute("BEGIN IMMEDIATE")
                 for i in range(low, high):
                     connection.executemany(_ROWS_INSERT, params[i][group])
