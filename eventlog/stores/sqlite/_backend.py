@@ -299,7 +299,7 @@ class SQLiteBackend(Backend):
         :raises ClosedError: the store is closed (nothing was started).
         """
         self._check()
-        self._holds_most_active(b.session_id for b in batches)  # keeps the window current
+        self._note_written(b.session_id for b in batches)
         owners = self._owners_of(batches)
 
         def finished(result: Collection[str] | None, error: BaseException | None) -> None:
@@ -321,7 +321,15 @@ class SQLiteBackend(Backend):
         ``_ACTIVE_WINDOW``: a lone agent, or many in step. Only sessions left out of the round
         have work the loop could do while the thread commits (and such a session is likely to
         commit again soon, sharing the next round), so a thread hop gains something only when
-        they are more than one in ``_LEFT_OUT_RATIO`` of the round."""
+        they are more than one in ``_LEFT_OUT_RATIO`` of the round. Notes them as written (see
+        :meth:`_note_written`)."""
+        ids = set(session_ids)
+        left_out = self._note_written(ids)
+        return left_out * _LEFT_OUT_RATIO <= len(ids)
+
+    def _note_written(self, session_ids: Iterable[str]) -> int:
+        """Note these sessions as written now, in the window of recently written sessions the
+        inline-write decision reads; return how many others the window holds."""
         now = time.monotonic()
         recent = self._recent
         # Oldest first (each session written moves to the end), so the stale ones are a prefix:
@@ -331,12 +339,12 @@ class SQLiteBackend(Backend):
             if now - seen <= _ACTIVE_WINDOW:
                 break
             recent.popitem(last=False)
-        ids = set(session_ids)
+        ids = session_ids if isinstance(session_ids, set) else set(session_ids)
         left_out = len(recent) - sum([1 for sid in ids if sid in recent])
         for sid in ids:
             recent[sid] = now
             recent.move_to_end(sid)
-        return left_out * _LEFT_OUT_RATIO <= len(ids)
+        return left_out
 
     def _owners_of(self, batches: Sequence[Batch]) -> dict[str, str]:
         return {b.session_id: self._held.get(b.session_id, "") for b in batches}

@@ -69,26 +69,8 @@ def transaction(
 def _begin(connection: sqlite3.Connection, wait_ms: int | None) -> None:
     if wait_ms is None:
         connection.execute("BEGIN IMMEDIATE")
-        return
-    try:
-        _begin_now(connection)
-    except WriteLockBusy:
-        if wait_ms <= 0:
-            raise
-        waiting_for_lock(connection, wait_ms, _begin_immediate)
-
-
-def _begin_now(connection: sqlite3.Connection) -> None:
-    """``BEGIN IMMEDIATE`` on a connection whose busy timeout is zero.
-
-    :raises WriteLockBusy: another connection holds the write lock.
-    """
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
-            raise WriteLockBusy(str(exc)) from exc
-        raise
+    else:
+        _now_or_waiting(connection, wait_ms, _execute, "BEGIN IMMEDIATE", ())
 
 
 def one_statement(
@@ -104,22 +86,28 @@ def one_statement(
     :raises sqlite3.Error: the lock stayed taken for the whole wait, the statement failed
         (nothing was written), or the driver failed otherwise.
     """
+    _now_or_waiting(connection, wait_ms, _execute, sql, parameters)
+
+
+def _now_or_waiting(
+    connection: sqlite3.Connection, wait_ms: int, fn: Callable[..., None], *args: Any
+) -> None:
+    """Run ``fn(connection, *args)``, one statement that takes the write lock, without waiting
+    for it (the writer connection's busy timeout is zero); when another connection holds the
+    lock, raise :class:`WriteLockBusy` (``wait_ms <= 0``) or run it again allowing a wait of up
+    to ``wait_ms``. The wait costs two more statements, so only a taken lock pays them."""
     try:
-        connection.execute(sql, parameters)
+        fn(connection, *args)
     except sqlite3.OperationalError as exc:
         if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or connection.in_transaction:
             raise
         if wait_ms <= 0:
             raise WriteLockBusy(str(exc)) from exc
-        waiting_for_lock(connection, wait_ms, _execute, sql, parameters)
+        waiting_for_lock(connection, wait_ms, fn, *args)
 
 
 def _execute(connection: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> None:
     connection.execute(sql, parameters)
-
-
-def _begin_immediate(connection: sqlite3.Connection) -> None:
-    connection.execute("BEGIN IMMEDIATE")
 
 
 def waiting_for_lock(
