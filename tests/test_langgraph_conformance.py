@@ -28,9 +28,7 @@ pytestmark = pytest.mark.anyio
 DECLARED = {c.value for c in BASE_CAPABILITIES} | {Capability.COPY_THREAD.value}
 
 
-async def _run_suite(
-    name: str, next_url: Callable[[], str], **options: Any
-) -> CapabilityReport:
+async def _run_suite(name: str, next_url: Callable[[], str], **options: Any) -> CapabilityReport:
     """Run every capability, each on a fresh store (the suite asks for a fresh saver)."""
 
     @checkpointer_test(name=name)
