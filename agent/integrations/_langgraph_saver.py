@@ -90,10 +90,16 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     :meth:`aclose` or :meth:`adelete_thread`; another process opening the same thread gets
     :class:`~eventlog.SessionBusyError`.
 
+    Memory and time: a thread is opened from its latest snapshot; its index (a few ints per
+    checkpoint) is folded by streaming the log once, when the thread is first touched, and
+    each read then reads only the events its answer needs (from the store when they are
+    older than what the session holds).
+
     Every method may raise, from the store: :class:`~eventlog.SessionBusyError` (another
     writer holds the thread's session), :class:`~eventlog.CorruptLogError` (the thread's log
-    fails verification), :class:`~eventlog.ClosedError` (the store is closed); the writing
-    ones :class:`~eventlog.StoreWriteError` (the flush failed: the event stays committed and
+    fails verification: from its latest snapshot on, as the default open checks it;
+    ``eventlog verify`` checks the whole chain), :class:`~eventlog.ClosedError` (the store
+    is closed); the writing ones :class:`~eventlog.StoreWriteError` (the flush failed: the event stays committed and
     queued, and the next flush writes it once) and :class:`~eventlog.ValidationError` (an
     event over the store's ``max_event_bytes``; nothing is committed).
 
@@ -160,8 +166,14 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                     f"(its metadata says {owner!r})",
                     session_id=session_id,
                 )
-            async for event in session.read_events(0):
-                index.apply(event)
+            try:
+                async for event in session.read_events(0):
+                    index.apply(event)
+            except BaseException:
+                # Not kept: release the lease, so that the next call opens it afresh.
+                with anyio.CancelScope(shield=True):
+                    await session.aclose()
+                raise
         self._sessions[thread_id] = session
         self._indexes[thread_id] = index
         return session
