@@ -99,9 +99,10 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     writer holds the thread's session), :class:`~eventlog.CorruptLogError` (the thread's log
     fails verification: from its latest snapshot on, as the default open checks it;
     ``eventlog verify`` checks the whole chain), :class:`~eventlog.ClosedError` (the store
-    is closed); the writing ones :class:`~eventlog.StoreWriteError` (the flush failed: the event stays committed and
-    queued, and the next flush writes it once) and :class:`~eventlog.ValidationError` (an
-    event over the store's ``max_event_bytes``; nothing is committed).
+    is closed); the writing ones :class:`~eventlog.StoreWriteError` (the flush failed: the
+    event stays committed and queued, and the next flush writes it once) and
+    :class:`~eventlog.ValidationError` (an event over the store's ``max_event_bytes``;
+    nothing is committed).
 
     :raises ValidationError: the store was not opened with the saver's types
         (:func:`langgraph_types` / :func:`register_langgraph_types`); later, a config whose
