@@ -130,7 +130,7 @@ def main(*, quick: bool = False) -> None:
 # -- resume: one long, compacted session reopened (``python -m benchmarks openai_agents-resume``)
 
 #: Events in the session and runs of each.
-RESUME_FULL = ((20_000, 3), (100_000, 2))
+RESUME_FULL = ((20_000, 3), (100_000, 3))
 RESUME_QUICK = ((2_000, 1),)
 #: The Runner's ``SessionSettings(limit=...)`` in the limited figure.
 _LIMIT = 50
