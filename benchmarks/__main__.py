@@ -46,8 +46,10 @@ DEFAULT = (
     "postgres",
     "content",
     "langgraph",
+    "langgraph-resume",
     "models",
     "openai_agents",
+    "openai_agents-resume",
     "open",
 )
 

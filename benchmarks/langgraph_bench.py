@@ -187,7 +187,7 @@ def main(*, quick: bool = False) -> None:
 
 #: Events in the thread (a checkpoint and a write per step) and runs of each.
 RESUME_FULL = ((20_000, 3), (100_000, 2))
-RESUME_QUICK = ((2_000, 1),)
+RESUME_QUICK = ((5_000, 1),)
 #: Messages the state keeps (the graph trims its history, as an agent compacts): the state,
 #: and so each checkpoint, stays bounded however long the thread grows.
 _KEPT = 20

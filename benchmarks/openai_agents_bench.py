@@ -131,7 +131,7 @@ def main(*, quick: bool = False) -> None:
 
 #: Events in the session and runs of each.
 RESUME_FULL = ((20_000, 3), (100_000, 3))
-RESUME_QUICK = ((2_000, 1),)
+RESUME_QUICK = ((5_000, 1),)
 #: The Runner's ``SessionSettings(limit=...)`` in the limited figure.
 _LIMIT = 50
 #: Compact when the surface holds this many messages, down to the last turn's (as the agent's
