@@ -246,6 +246,9 @@ async def report(workdir: Path, killed: str) -> int:
     """Print the account from the log; return the seq after which the model next saw it all
     (its first request after recovery)."""
     async with open_store(f"sqlite:///{workdir / 'sessions.db'}") as store:
+        # The whole log in memory: the account prints every event and folds the messages
+        # the model saw at a past seq (``messages(at=...)`` reads events in memory); the
+        # demo's session is a few dozen events, so the full open costs nothing.
         session = await store.open(SESSION, verify="full")
         async with session:
             print("\n== The log (one line per event) ==")

@@ -2,6 +2,8 @@
 
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
 ``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver),
+``langgraph-resume`` and ``openai_agents-resume`` (one long thread or session reopened, before
+and now),
 ``audit`` (show and serve on long sessions), ``open`` (open against history length, from
 snapshots), ``models`` (provider adapters over a loopback server), ``openai_agents``
 (EventlogSession against the SDK's SQLiteSession), ``many`` (N concurrent sessions flushing at
@@ -28,9 +30,11 @@ SUITES = {
     "peers": "benchmarks.peers",
     "content": "benchmarks.content_bench",
     "langgraph": "benchmarks.langgraph_bench",
+    "langgraph-resume": "benchmarks.langgraph_bench:resume",
     "audit": "benchmarks.audit_bench",
     "models": "benchmarks.models_bench",
     "openai_agents": "benchmarks.openai_agents_bench",
+    "openai_agents-resume": "benchmarks.openai_agents_bench:resume",
     "open": "benchmarks.open_bench",
     "many": "benchmarks.many_bench",
 }
@@ -42,8 +46,10 @@ DEFAULT = (
     "postgres",
     "content",
     "langgraph",
+    "langgraph-resume",
     "models",
     "openai_agents",
+    "openai_agents-resume",
     "open",
 )
 
@@ -63,12 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name in args.suites or DEFAULT:
         print(f"\n## {name}", flush=True)
+        module_name, _, function = SUITES[name].partition(":")
         try:
-            module = importlib.import_module(SUITES[name])
+            module = importlib.import_module(module_name)
         except ImportError as exc:
             print(f"(suite {name!r} is not available: {exc})", flush=True)
             continue
-        module.main(quick=args.quick)
+        getattr(module, function or "main")(quick=args.quick)
     return 0
 
 

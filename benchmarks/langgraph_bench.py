@@ -181,3 +181,130 @@ def main(*, quick: bool = False) -> None:
                 f"bytes per checkpoint {size:.2f}x",
                 flush=True,
             )
+
+
+# -- resume: one long thread reopened (``python -m benchmarks langgraph-resume``) ----------------
+
+#: Events in the thread (a checkpoint and a write per step) and runs of each.
+RESUME_FULL = ((20_000, 3), (100_000, 2))
+RESUME_QUICK = ((5_000, 1),)
+#: Messages the state keeps (the graph trims its history, as an agent compacts): the state,
+#: and so each checkpoint, stays bounded however long the thread grows.
+_KEPT = 20
+
+
+async def _write_thread(url: str, events: int) -> None:
+    """A thread of ``events`` events as a trimming graph leaves it, driven through the saver's
+    own ``aput_writes``/``aput``: per step the node's write of its message, then the checkpoint
+    with the last ``_KEPT`` messages (the ``messages`` channel) and a step counter."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    async with open_store(url, types=langgraph_types(), durability="process-crash") as store:
+        async with EventlogSaver(store) as saver:
+            config: RunnableConfig = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
+            history: list[AnyMessage] = []
+            versions: dict[str, Any] = {}
+            for step in range(events // 2):
+                message = AIMessage(content=f"{_TEXT} {step}", id=f"m{step}")
+                if "checkpoint_id" in config["configurable"]:
+                    await saver.aput_writes(config, [("messages", [message])], f"task-{step}")
+                history = [*history, message][-_KEPT:]
+                bumped: dict[str, Any] = {
+                    "messages": saver.get_next_version(versions.get("messages"), None)
+                }
+                if step % 50 == 0:  # a channel that changes rarely: its value lives far back
+                    bumped["topic"] = saver.get_next_version(versions.get("topic"), None)
+                versions.update(bumped)
+                checkpoint = empty_checkpoint()
+                checkpoint["channel_versions"] = dict(versions)
+                checkpoint["channel_values"] = {"messages": history, "topic": f"topic {step}"}
+                metadata: Any = {"source": "loop", "step": step}
+                config = await saver.aput(config, checkpoint, metadata, bumped)
+
+
+def _old_resume(url: str) -> Any:
+    """What the saver did before: open with ``verify="full"`` and fold the whole log into an
+    ``InMemorySaver`` (every value of every checkpoint), then read the latest checkpoint."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agent.integrations.langgraph import Checkpointed, WritesPut, session_id_for
+
+    async def run() -> Any:
+        async with open_store(url, types=langgraph_types()) as store:
+            session = await store.open(session_id_for("long"), verify="full")
+            index = InMemorySaver()
+            for event in session.events():
+                data = event.data
+                if isinstance(data, Checkpointed):
+                    for blob in data.blobs:
+                        index.blobs[("long", data.ns, blob.channel, blob.version)] = (
+                            blob.value.pair()
+                        )
+                    index.storage["long"][data.ns][data.id] = (
+                        data.checkpoint.pair(),
+                        data.metadata.pair(),
+                        data.parent,
+                    )
+                elif isinstance(data, WritesPut):
+                    stored = index.writes[("long", data.ns, data.checkpoint_id)]
+                    for write in data.writes:
+                        stored.setdefault(
+                            (data.task_id, write.idx),
+                            (data.task_id, write.channel, write.value.pair(), data.task_path),
+                        )
+            latest = index.get_tuple({"configurable": {"thread_id": "long"}})
+            await session.aclose()
+            return latest
+
+    return asyncio.run(run())
+
+
+def _new_resume(url: str) -> Any:
+    """The saver now: the latest snapshot and the events after it, the index of seqs folded by
+    streaming the log, the latest checkpoint's values read from the store."""
+
+    async def run() -> Any:
+        async with open_store(url, types=langgraph_types()) as store:
+            async with EventlogSaver(store) as saver:
+                return await saver.aget_tuple({"configurable": {"thread_id": "long"}})
+
+    return asyncio.run(run())
+
+
+def _traced(fn: Callable[[str], Any], url: str) -> tuple[float, int, Any]:
+    """``fn(url)``'s wall time (untraced), then its peak traced memory (a second, traced run)
+    and its answer."""
+    import tracemalloc
+
+    start = time.perf_counter()
+    fn(url)
+    seconds = time.perf_counter() - start
+    tracemalloc.start()
+    try:
+        result = fn(url)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return seconds, peak, result
+
+
+def resume(*, quick: bool = False) -> None:
+    """Resume one long thread: open it and read its latest checkpoint (what ``ainvoke`` does
+    first), before (``verify="full"`` and the whole index in memory) and now."""
+    print(
+        f"(one thread, a checkpoint and a write per step, the state trimmed to {_KEPT} messages; "
+        "resume = open + aget_tuple of the latest; peak = tracemalloc, a separate run)"
+    )
+    for events, runs in RESUME_QUICK if quick else RESUME_FULL:
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{Path(tmp) / 'lg.db'}"
+            asyncio.run(_write_thread(url, events))
+            _old_resume(url), _new_resume(url)  # warm: imports, the page cache
+            measured = {"before": [_traced(_old_resume, url) for _ in range(runs)]}
+            measured["now"] = [_traced(_new_resume, url) for _ in range(runs)]
+            assert measured["now"][0][2] == measured["before"][0][2]  # the same answer
+        for name, results in measured.items():
+            load = Stats(tuple(seconds * 1000 for seconds, _, _ in results))
+            peak = Stats(tuple(peak / 2**20 for _, peak, _ in results))
+            print_figure(Figure(f"{events} events, {name}: resume", load, "ms"))
+            print_figure(Figure(f"{events} events, {name}: peak memory", peak, "MiB"))

@@ -17,16 +17,20 @@ Runs alternate between the two, rotating the order; ratios are eventlog / SQLite
 from __future__ import annotations
 
 import asyncio
+import functools
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+import tracemalloc
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from agents import SQLiteSession
 
+from agent import compact
 from agent.integrations.openai_agents import EventlogSession, openai_agents_types
-from eventlog import open_store
+from eventlog import Message, open_store
 
 from ._harness import Figure, Stats, print_figure
 from .peers.openai_agents_peer import turn_items
@@ -121,3 +125,95 @@ def main(*, quick: bool = False) -> None:
             f"reload time {slower:.2f}x",
             flush=True,
         )
+
+
+# -- resume: one long, compacted session reopened (``python -m benchmarks openai_agents-resume``)
+
+#: Events in the session and runs of each.
+RESUME_FULL = ((20_000, 3), (100_000, 3))
+RESUME_QUICK = ((5_000, 1),)
+#: The Runner's ``SessionSettings(limit=...)`` in the limited figure.
+_LIMIT = 50
+#: Compact when the surface holds this many messages, down to the last turn's (as the agent's
+#: automatic compaction keeps the surface short).
+_COMPACT_AT = 60
+
+
+async def _summary(shadowed: Sequence[Message]) -> str:
+    return f"{len(shadowed)} earlier messages"
+
+
+async def _write_session(url: str, events: int) -> None:
+    """Turns of the workload added as the Runner adds them, compacted as the surface grows,
+    until the log holds ``events`` events."""
+    async with open_store(url, types=openai_agents_types(), durability="process-crash") as store:
+        session = await EventlogSession.open(store, _ID)
+        turn = 0
+        while session.log.head + 1 < events:
+            turn += 1
+            await session.add_items(turn_items(turn))
+            nodes = session.log.surface_index.nodes
+            if len(nodes) >= _COMPACT_AT:
+                session.end_turn()
+                user = [s for s in nodes if session.log.event(s).type == "user/message"]
+                await compact(session.log, nodes[0], nodes[nodes.index(user[-1]) - 1], _summary)
+                await session.log.flush()
+        await session.log.aclose()
+
+
+def _resume(url: str, *, full: bool, limit: int | None) -> list[Any]:
+    """Open the session (before: ``verify="full"``; now: ``EventlogSession.open``, from the
+    snapshot) and read its items as the next run does first."""
+
+    async def run() -> list[Any]:
+        async with open_store(url, types=openai_agents_types()) as store:
+            if full:
+                session = EventlogSession(await store.open(_ID, verify="full"))
+            else:
+                session = await EventlogSession.open(store, _ID)
+            items = await session.get_items(limit)
+            await session.log.aclose()
+            return items
+
+    return asyncio.run(run())
+
+
+def _traced(fn: Callable[[], list[Any]]) -> tuple[float, int, list[Any]]:
+    """``fn()``'s wall time (untraced), then its peak traced memory (a second, traced run)
+    and its answer."""
+    start = time.perf_counter()
+    fn()
+    seconds = time.perf_counter() - start
+    tracemalloc.start()
+    try:
+        result = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return seconds, peak, result
+
+
+def resume(*, quick: bool = False) -> None:
+    """Resume one long session: open it and read its items, before (``verify="full"``) and
+    now, with ``get_items()`` and with ``get_items(limit=50)``."""
+    print(
+        f"(one session of workload turns, compacted at {_COMPACT_AT} surface messages; "
+        f"resume = open + get_items, all or the last {_LIMIT}; peak = tracemalloc, a separate run)"
+    )
+    for events, runs in RESUME_QUICK if quick else RESUME_FULL:
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{Path(tmp) / 'oa.db'}"
+            asyncio.run(_write_session(url, events))
+            for limit in (None, _LIMIT):
+                measured: dict[str, list[tuple[float, int, list[Any]]]] = {}
+                for name, full in (("before", True), ("now", False)):
+                    run = functools.partial(_resume, url, full=full, limit=limit)
+                    run()  # warm: imports, the page cache
+                    measured[name] = [_traced(run) for _ in range(runs)]
+                assert measured["now"][0][2] == measured["before"][0][2]  # the same items
+                label = "all items" if limit is None else f"last {limit}"
+                for name, results in measured.items():
+                    load = Stats(tuple(seconds * 1000 for seconds, _, _ in results))
+                    peak = Stats(tuple(peak / 2**20 for _, peak, _ in results))
+                    print_figure(Figure(f"{events} events, {label}, {name}: resume", load, "ms"))
+                    print_figure(Figure(f"{events} events, {label}, {name}: peak", peak, "MiB"))

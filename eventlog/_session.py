@@ -574,11 +574,14 @@ class Session:
         # holds the surface, so this keeps what snapshots write within what the log writes.
         every = self._snapshot_every
         self._next_snapshot = self.head + max(every, len(self._surface)) if every else _NEVER
-        if self._surface.generation == 0 or 2 * len(self._surface) > self.head + 1:
+        surface = len(self._surface)
+        if (self._surface.generation == 0 and surface) or 2 * surface > self.head + 1:
             # A session that has never compacted (no surface Replace yet), or whose surface
             # holds more than half its events: its messages are most of its log's bytes, so a
             # snapshot would be a second copy of the log (twice the file), and an open from it
             # would hold both copies at once; a replay reads the log once. Not worth one.
+            # A session with an empty surface (an app's own events only: a LangGraph thread)
+            # is the opposite case: its snapshot is a few hundred bytes.
             return
         assert self._checkpoint is not None
         try:

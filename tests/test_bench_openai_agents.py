@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.openai_agents_bench import SESSIONS
+import anyio
+
+from benchmarks.openai_agents_bench import SESSIONS, _resume, _write_session
 from benchmarks.peers.openai_agents_peer import turn_items
 
 
@@ -14,3 +16,12 @@ def test_both_sessions_reload_every_item(tmp_path: Path) -> None:
     reloaded = {name: items for name, (_, _, items) in runs.items()}
     added = sum(len(turn_items(turn)) for turn in range(1, 4))
     assert reloaded == {"EventlogSession": added, "SQLiteSession": added}
+
+
+def test_the_resume_mode_reads_the_same_items_before_and_now(tmp_path: Path) -> None:
+    # A session long enough to compact and snapshot: both resumes give the same items.
+    url = f"sqlite:///{tmp_path / 'oa.db'}"
+    anyio.run(_write_session, url, 600)
+    for limit in (None, 50):
+        before = _resume(url, full=True, limit=limit)
+        assert _resume(url, full=False, limit=limit) == before and before

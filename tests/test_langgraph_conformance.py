@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncGenerator, Callable, Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -27,12 +28,12 @@ pytestmark = pytest.mark.anyio
 DECLARED = {c.value for c in BASE_CAPABILITIES} | {Capability.COPY_THREAD.value}
 
 
-async def _run_suite(name: str, next_url: Callable[[], str]) -> CapabilityReport:
+async def _run_suite(name: str, next_url: Callable[[], str], **options: Any) -> CapabilityReport:
     """Run every capability, each on a fresh store (the suite asks for a fresh saver)."""
 
     @checkpointer_test(name=name)
     async def factory() -> AsyncGenerator[EventlogSaver, None]:
-        async with open_store(next_url(), types=langgraph_types()) as store:
+        async with open_store(next_url(), types=langgraph_types(), **options) as store:
             async with EventlogSaver(store) as saver:
                 yield saver
 
@@ -62,6 +63,23 @@ async def test_the_official_suite_passes_on_sqlite(tmp_path: anyio.Path) -> None
     _check(
         await _run_suite(
             "EventlogSaver[sqlite]", lambda: f"sqlite:///{tmp_path}/lg-{next(counter)}.db"
+        )
+    )
+
+
+async def test_the_official_suite_passes_when_every_read_goes_to_the_store(
+    tmp_path: anyio.Path,
+) -> None:
+    # A snapshot after every flush, and each one drops from memory every event it covers:
+    # the sessions hold only their latest event, so every checkpoint, blob and write the
+    # suite reads back comes from the SQLite file through the saver's index.
+    counter = itertools.count()
+    _check(
+        await _run_suite(
+            "EventlogSaver[sqlite, trimmed]",
+            lambda: f"sqlite:///{tmp_path}/lg-{next(counter)}.db",
+            snapshot_every=1,
+            trim_every=1,
         )
     )
 

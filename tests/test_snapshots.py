@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from eventlog import (
     APPEND,
     AssistantMessage,
+    EventTypes,
     Message,
     Replace,
     RequestHeader,
@@ -348,3 +350,28 @@ async def test_a_session_that_never_compacts_gets_no_snapshot_until_it_does() ->
         ).seq
         await session.flush()
     assert data.snapshots["chatty"][0] == summary_seq
+
+
+class _Tick(msgspec.Struct, frozen=True, kw_only=True):
+    """An application's own event: nothing the model sees."""
+
+    n: int
+
+
+async def test_a_session_of_app_events_only_is_snapshotted_and_opens_from_it() -> None:
+    # No surface at all (a LangGraph thread's checkpoints are such events): a snapshot is a
+    # few hundred bytes, not a second copy of the log, so one is written every 10 events and
+    # the session reopens from it, holding only the events after it.
+    types = EventTypes()
+    types.register("app/tick", _Tick, ignorable=True)
+    data = MemoryData()
+    async with open_store("memory:", data=data, snapshot_every=10, types=types) as store:
+        session = await store.create(session_id="ticks")
+        for n in range(95):
+            session.append("app/tick", _Tick(n=n))
+            await session.flush()
+    assert data.snapshots["ticks"][0] == 89  # seqs 9, 19, ... 89
+    async with open_store("memory:", data=data.restarted(), types=types) as store:
+        session = await store.open("ticks")
+        assert (session.snapshot_seq, session.loaded_from) == (89, 89)
+        assert [e.data.n async for e in session.read_events(0)] == list(range(95))

@@ -1,4 +1,4 @@
-"""The LangGraph saver's event types, its session ids, and the fold that rebuilds its index.
+"""The LangGraph saver's event types and its session ids.
 
 A thread's checkpoints and pending writes are two app event types in one eventlog session per
 thread. Both are registered ``ignorable`` so that a reader that does not know them (the
@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 
 import msgspec
 
-from eventlog import Event, EventTypes, ValidationError
+from eventlog import EventTypes, ValidationError
 
 from ._types import register_ignorable
 
@@ -138,28 +137,3 @@ def session_id_for(thread_id: str) -> str:
         return _READABLE_PREFIX + thread_id
     digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
     return _HASHED_PREFIX + digest
-
-
-def apply(index: Any, thread_id: str, event: Event) -> None:
-    """Fold one event of ``thread_id``'s session into ``index`` (an ``InMemorySaver``'s
-    ``storage``/``writes``/``blobs`` dicts, whose readers then answer ``get_tuple``/``list``).
-
-    The one function that builds the index, on open (every stored event) and at commit: the
-    index is a projection of the log. Events of other types are ignored.
-    """
-    data = event.data
-    if isinstance(data, Checkpointed):
-        for blob in data.blobs:
-            index.blobs[(thread_id, data.ns, blob.channel, blob.version)] = blob.value.pair()
-        index.storage[thread_id][data.ns][data.id] = (
-            data.checkpoint.pair(),
-            data.metadata.pair(),
-            data.parent,
-        )
-    elif isinstance(data, WritesPut):
-        stored = index.writes[(thread_id, data.ns, data.checkpoint_id)]
-        for write in data.writes:
-            key = (data.task_id, write.idx)
-            if write.idx >= 0 and key in stored:
-                continue  # a regular write is kept once (the logged call never holds one)
-            stored[key] = (data.task_id, write.channel, write.value.pair(), data.task_path)

@@ -3,8 +3,12 @@
 Each LangGraph thread is one eventlog session (:func:`session_id_for`, the thread id kept in the
 session's metadata). ``put`` appends a ``langgraph/checkpoint`` event, ``put_writes`` a
 ``langgraph/writes`` event, each flushed before the call returns. Reads are answered from an
-index folded from those events (:func:`apply`), held in an ``InMemorySaver``'s dicts so that
+index folded from those events that says where each value is (:class:`ThreadIndex`); the
+values a read needs are read from the log and handed to a scratch ``InMemorySaver``, so that
 ``get_tuple``/``list`` answer with LangGraph's own reference semantics.
+
+A thread's session is opened with the default (snapshot) open: it holds the events since its
+latest snapshot, and a read of an older checkpoint reads it from the store.
 
 Ordering is structural: one thread's events are committed in the order the calls were made
 (a FIFO lock per thread covers loading the session and the synchronous ``append``), and a flush
@@ -31,6 +35,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
+    get_checkpoint_id,
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.memory import InMemorySaver
@@ -53,9 +58,9 @@ from ._langgraph_events import (
     Typed,
     Write,
     WritesPut,
-    apply,
     session_id_for,
 )
+from ._langgraph_index import ThreadIndex, fill, read_at
 
 __all__ = ("EventLoopThreadError", "EventlogSaver")
 
@@ -85,12 +90,19 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     :meth:`aclose` or :meth:`adelete_thread`; another process opening the same thread gets
     :class:`~eventlog.SessionBusyError`.
 
+    Memory and time: a thread is opened from its latest snapshot; its index (a few ints per
+    checkpoint) is folded by streaming the log once, when the thread is first touched, and
+    each read then reads only the events its answer needs (from the store when they are
+    older than what the session holds).
+
     Every method may raise, from the store: :class:`~eventlog.SessionBusyError` (another
     writer holds the thread's session), :class:`~eventlog.CorruptLogError` (the thread's log
-    fails verification), :class:`~eventlog.ClosedError` (the store is closed); the writing
-    ones :class:`~eventlog.StoreWriteError` (the flush failed: the event stays committed and
-    queued, and the next flush writes it once) and :class:`~eventlog.ValidationError` (an
-    event over the store's ``max_event_bytes``; nothing is committed).
+    fails verification: from its latest snapshot on, as the default open checks it;
+    ``eventlog verify`` checks the whole chain), :class:`~eventlog.ClosedError` (the store
+    is closed); the writing ones :class:`~eventlog.StoreWriteError` (the flush failed: the
+    event stays committed and queued, and the next flush writes it once) and
+    :class:`~eventlog.ValidationError` (an event over the store's ``max_event_bytes``;
+    nothing is committed).
 
     :raises ValidationError: the store was not opened with the saver's types
         (:func:`langgraph_types` / :func:`register_langgraph_types`); later, a config whose
@@ -108,8 +120,10 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                 hint="open it with open_store(url, types=langgraph_types())",
             )
         self._store = store
-        self._index = InMemorySaver(serde=self.serde)
+        # Only for get_next_version, which reads no state.
+        self._versions = InMemorySaver(serde=self.serde)
         self._sessions: dict[str, Session] = {}
+        self._indexes: dict[str, ThreadIndex] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._token = anyio.lowlevel.current_token()
         self._loop_thread = threading.get_ident()
@@ -127,13 +141,18 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         return lock
 
     async def _session(self, thread_id: str, *, create: bool) -> Session | None:
-        """The thread's open session, loading (and folding) it on first use. Lock held."""
+        """The thread's open session, loading it on first use and folding its index by
+        streaming the log (older events from the store: O(log) time once per thread, O(one
+        event) of them in memory). Lock held."""
         session = self._sessions.get(thread_id)
         if session is not None:
             return session
         session_id = session_id_for(thread_id)
+        index = ThreadIndex()
         try:
-            session = await self._store.open(session_id, verify="full")
+            # The default open: the latest snapshot and the events after it, the chain
+            # verified from the snapshot's hash on. What is older is read when needed.
+            session = await self._store.open(session_id)
         except SessionNotFoundError:
             if not create:
                 return None
@@ -148,9 +167,16 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                     f"(its metadata says {owner!r})",
                     session_id=session_id,
                 )
-            for event in session.events():
-                apply(self._index, thread_id, event)
+            try:
+                async for event in session.read_events(0):
+                    index.apply(event)
+            except BaseException:
+                # Not kept: release the lease, so that the next call opens it afresh.
+                with anyio.CancelScope(shield=True):
+                    await session.aclose()
+                raise
         self._sessions[thread_id] = session
+        self._indexes[thread_id] = index
         return session
 
     async def _load(self, thread_id: str) -> None:
@@ -177,17 +203,26 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
-            event = session.append(type_, payload)
-            apply(self._index, thread_id, event)
+            self._indexes[thread_id].apply(session.append(type_, payload))
         return session
 
     # -- async API -----------------------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its ``checkpoint_id``, else the thread's latest)
-        with its pending writes, or ``None``."""
-        await self._load(_thread_of(config))
-        return self._index.get_tuple(config)
+        with its pending writes, or ``None``. Reads that checkpoint's event, the blobs of the
+        channel versions it names and its writes: from the store when the session does not
+        hold them."""
+        thread_id = _thread_of(config)
+        await self._load(thread_id)
+        index = self._indexes.get(thread_id)
+        ns = config["configurable"].get("checkpoint_ns", "")
+        wanted = get_checkpoint_id(config) or (index.latest(ns) if index else None)
+        if index is None or wanted is None or wanted not in index.checkpoints.get(ns, {}):
+            return None
+        scratch = InMemorySaver(serde=self.serde)
+        await fill(scratch, self._sessions[thread_id], index, thread_id, ns, [wanted])
+        return scratch.get_tuple(config)
 
     async def alist(
         self,
@@ -198,9 +233,40 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Checkpoints newest first, as LangGraph's ``InMemorySaver`` lists them; without a
-        ``config``, every thread of the store."""
-        for item in await self._list(config, filter, before, limit):
-            yield item
+        ``config``, every thread of the store. Streams: the checkpoints are read (from the
+        store when the session does not hold them) a page at a time as the caller iterates,
+        and only as many as ``limit`` asks for; the ids listed are those stored when the call
+        began (a put during the iteration does not show)."""
+        if config is None:
+            await self._load_all()
+            threads = list(self._indexes)
+        else:
+            threads = [_thread_of(config)]
+            await self._load(threads[0])
+        config_ns = config["configurable"].get("checkpoint_ns") if config else None
+        only = get_checkpoint_id(config) if config else None
+        below = get_checkpoint_id(before) if before else None
+        left = limit
+        for thread_id in threads:
+            index, session = self._indexes.get(thread_id), self._sessions.get(thread_id)
+            if index is None or session is None:
+                continue
+            for ns, entries in list(index.checkpoints.items()):
+                if config_ns is not None and ns != config_ns:
+                    continue
+                ids = sorted(
+                    (i for i in entries if (not only or i == only) and (not below or i < below)),
+                    reverse=True,
+                )
+                for start in range(0, len(ids), _PAGE):
+                    if left is not None and left <= 0:
+                        return
+                    chunk = ids[start : start + _PAGE]
+                    page = await self._page(session, index, thread_id, ns, chunk, filter)
+                    for item in page[:left] if left is not None else page:
+                        yield item
+                    if left is not None:
+                        left -= len(page)
 
     async def _list(
         self,
@@ -209,13 +275,33 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> list[CheckpointTuple]:
-        if config is None:
-            await self._load_all()
-        else:
-            await self._load(_thread_of(config))
-        # Taken whole before yielding: a put during the caller's iteration must not change
-        # the dicts under the iterator.
-        return list(self._index.list(config, filter=filter, before=before, limit=limit))
+        return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+
+    async def _page(
+        self,
+        session: Session,
+        index: ThreadIndex,
+        thread_id: str,
+        ns: str,
+        ids: Sequence[str],
+        filter: dict[str, Any] | None,
+    ) -> list[CheckpointTuple]:
+        """Checkpoints ``ids`` (newest first) that match ``filter``, as ``InMemorySaver.list``
+        gives them: the metadata filter is applied before any blob is read."""
+        entries = index.checkpoints[ns]
+        read = await read_at(session, (entries[i][0] for i in ids))
+        if filter:
+            loads = self.serde.loads_typed
+            ids = [
+                i
+                for i in ids
+                for metadata in (loads(read[entries[i][0]].data.metadata.pair()),)
+                if all(value == metadata.get(key) for key, value in filter.items())
+            ]
+        scratch = InMemorySaver(serde=self.serde)
+        await fill(scratch, session, index, thread_id, ns, ids, checkpoints=read)
+        scope: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+        return list(scratch.list(scope, filter=filter))
 
     async def aput(
         self,
@@ -277,7 +363,8 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
-            stored = self._index.writes.get((thread_id, ns, checkpoint_id), {})
+            index = self._indexes[thread_id]
+            stored = index.writes.get((ns, checkpoint_id), {})
             kept = [w for w in serialized if w.idx < 0 or (task_id, w.idx) not in stored]
             if kept:
                 payload = WritesPut(
@@ -287,7 +374,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                     task_path=task_path,
                     writes=kept,
                 )
-                apply(self._index, thread_id, session.append(WRITES, payload))
+                index.apply(session.append(WRITES, payload))
         # Also when nothing was new: the call that logged them may not have flushed yet.
         await session.flush()
 
@@ -298,41 +385,91 @@ class EventlogSaver(BaseCheckpointSaver[str]):
             session = await self._session(thread_id, create=False)
             if session is not None:
                 self._sessions.pop(thread_id, None)
+                self._indexes.pop(thread_id, None)
                 await session.aclose()
                 await self._store.delete(session.id)
-            self._index.delete_thread(thread_id)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Append every checkpoint and write of the source thread to the target thread, in
-        their order, and return once they are durable. A source that does not exist copies
-        nothing."""
+        """Append every checkpoint and write of the source thread (as of the call) to the
+        target thread, in their order, and return once they are durable. Streams the source's
+        log (older events from the store) a page at a time. A source that does not exist
+        copies nothing."""
         async with self._lock(source_thread_id):
             source = await self._session(source_thread_id, create=False)
-            events = [] if source is None else [e for e in source.events() if e.type in _OURS]
-        if not events:
-            return
-        async with self._lock(target_thread_id):
-            target = await self._session(target_thread_id, create=True)
-            assert target is not None  # create=True
-            for event in events:
-                apply(self._index, target_thread_id, target.append(event.type, event.data))
-        await target.flush()
+            stop = -1 if source is None else source.head + 1
+        seq = 0
+        while source is not None and seq < stop:
+            page = [e async for e in source.read_events(seq, min(_PAGE_EVENTS, stop - seq))]
+            seq = page[-1].seq + 1 if page else stop
+            ours = [e for e in page if e.type in _OURS]
+            if ours:
+                async with self._lock(target_thread_id):
+                    target = await self._session(target_thread_id, create=True)
+                    assert target is not None  # create=True
+                    index = self._indexes[target_thread_id]
+                    for event in ours:
+                        index.apply(target.append(event.type, event.data))
+                await target.flush()
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """LangGraph's ``DeltaChannel`` history (beta), answered from the index."""
-        await self._load(_thread_of(config))
-        return self._index.get_delta_channel_history(config=config, channels=channels)
+        """LangGraph's ``DeltaChannel`` history (beta), as ``InMemorySaver`` answers it: the
+        checkpoint's ancestors are read (from the store when the session does not hold them)
+        back to the nearest one holding a value of each channel, or to the root."""
+        thread_id = _thread_of(config)
+        await self._load(thread_id)
+        index, session = self._indexes.get(thread_id), self._sessions.get(thread_id)
+        ns = config["configurable"].get("checkpoint_ns", "")
+        target = get_checkpoint_id(config) or (index.latest(ns) if index else None)
+        scratch = InMemorySaver(serde=self.serde)
+        if index is None or session is None or target not in index.checkpoints.get(ns, {}):
+            return scratch.get_delta_channel_history(config=config, channels=channels)
+        assert target is not None
+        chain = await self._seeded_chain(session, index, ns, target, channels)
+        await fill(scratch, session, index, thread_id, ns, [target, *chain], channels=channels)
+        pinned: RunnableConfig = {
+            "configurable": {**config["configurable"], "checkpoint_id": target}
+        }
+        return scratch.get_delta_channel_history(config=pinned, channels=channels)
+
+    async def _seeded_chain(
+        self,
+        session: Session,
+        index: ThreadIndex,
+        ns: str,
+        target: str,
+        channels: Sequence[str],
+    ) -> list[str]:
+        """The ancestors of ``target``, parent first, up to the first that holds a non-empty
+        value of every one of ``channels`` (the ones the history walk reaches)."""
+        chain, remaining = index.chain(ns, target), set(channels)
+        entries = index.checkpoints[ns]
+        for start in range(0, len(chain), _PAGE):
+            page = chain[start : start + _PAGE]
+            read = await read_at(session, (entries[i][0] for i in page))
+            for offset, checkpoint_id in enumerate(page):
+                data = read[entries[checkpoint_id][0]].data
+                versions = self.serde.loads_typed(data.checkpoint.pair()).get(
+                    "channel_versions", {}
+                )
+                for channel in list(remaining):
+                    blob = index.blobs.get((ns, channel, versions.get(channel)))
+                    if channel in versions and blob is not None and not blob[1]:
+                        remaining.discard(channel)
+                if not remaining:
+                    return chain[: start + offset + 1]
+        return chain
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions as ``InMemorySaver`` makes them: sortable strings."""
-        return self._index.get_next_version(current, channel)
+        return self._versions.get_next_version(current, channel)
 
     async def aclose(self) -> None:
         """Close every session the saver opened (their leases are released). The store stays
         open; it is the caller's."""
         sessions, self._sessions = list(self._sessions.values()), {}
+        self._indexes = {}
         for session in sessions:
             await session.aclose()
 
@@ -369,6 +506,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        # Taken whole on the loop (within ``limit``): the iterator runs on the caller's thread.
         yield from self._run(self._list, config, filter, before, limit)
 
     def put(
@@ -406,6 +544,10 @@ class EventlogSaver(BaseCheckpointSaver[str]):
 
 _EMPTY = ("empty", b"")
 _OURS = frozenset({CHECKPOINT, WRITES})
+#: Checkpoints materialised per page of ``list`` (and per read of an ancestor chain).
+_PAGE = 32
+#: Events read per page when a thread is copied.
+_PAGE_EVENTS = 512
 
 
 def _thread_of(config: RunnableConfig) -> str:

@@ -86,15 +86,29 @@ class SessionItems:
     ``openai_agents/items`` event naming that event (``of``) replaces them with the exact items
     the SDK added; one with no ``of`` appends its items; ``pop`` drops the latest item;
     ``clear`` empties the list. Other events contribute nothing.
+
+    A fold started part-way through a log (to find the latest items without reading all of
+    it) is exact about the end of the list: its ``items`` are the true list's last items (a
+    pop past them took an item of the unread part; a spelling of a core event of the unread
+    part replaced that event's items, the last of that part), and the whole true list once it
+    folded a ``clear`` (``cleared``) or started at seq 0.
+
+    :ivar cleared: a ``clear`` was folded.
     """
 
-    __slots__ = ("_last_core", "_next_seq", "items")
+    __slots__ = ("_last_core", "_next_seq", "cleared", "items")
 
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
         self._next_seq = 0
         # (seq, start) of the latest core event's items, which a following spelling replaces.
         self._last_core: tuple[int, int] | None = None
+        self.cleared = False
+
+    @property
+    def next_seq(self) -> int:
+        """The seq of the next event to fold."""
+        return self._next_seq
 
     def catch_up(self, events: Any) -> list[dict[str, Any]]:
         """Fold the events from the last one folded on; return the live list (not a copy)."""
@@ -124,3 +138,4 @@ class SessionItems:
         elif isinstance(data, Cleared):
             self.items.clear()
             self._last_core = None
+            self.cleared = True

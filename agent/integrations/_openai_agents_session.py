@@ -88,14 +88,19 @@ class EventlogSession:
         each proposed call that never started one saying so (``TOOL_NOT_STARTED``), so the
         model is told rather than left to repeat them.
 
+        The session is opened with the default (snapshot) open: the latest snapshot and the
+        events after it, the chain verified from the snapshot on. The timeline a snapshot
+        restores keeps the open step and every unanswered call, so the crash check and the
+        repair need nothing older; ``get_items`` reads older events from the store.
+
         :raises SessionBusyError: another live writer holds the session.
-        :raises CorruptLogError: the stored log is damaged.
+        :raises CorruptLogError: the stored log is damaged (from the snapshot on).
         """
         try:
-            log = await store.open(session_id, verify="full")
+            log = await store.open(session_id)
         except SessionNotFoundError:
             log = await store.create(session_id=session_id, metadata=metadata)
-        if _interrupted(log):
+        if await _interrupted(log):
             await repair(log)
         return cls(log, session_settings=session_settings)
 
@@ -108,13 +113,21 @@ class EventlogSession:
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The live items, oldest first; with ``limit`` (else ``session_settings.limit``) the
-        latest ``limit`` of them."""
-        items = self._fold.catch_up(self.log.events())
+        latest ``limit`` of them.
+
+        Without a limit the item list is a fold over the whole log: the first call after the
+        session was opened from a snapshot streams the events before it from the store (once;
+        later calls fold only what was appended since). With a limit, until that fold exists,
+        only the end of the log is read: a window of events from the head, widened until it
+        holds ``limit`` items (or reaches the start, or a ``clear``).
+        """
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
         if limit is None:
-            return [dict(item) for item in items]
-        return [dict(item) for item in items[max(0, len(items) - limit) :]] if limit > 0 else []
+            return [dict(item) for item in await self._items()]
+        if limit <= 0:
+            return []
+        return [dict(item) for item in await self._latest(limit)]
 
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` (Responses-API input items); durable when it returns.
@@ -129,8 +142,8 @@ class EventlogSession:
 
     async def pop_item(self) -> Any:
         """Remove and return the latest item (``None`` when there is none), by an
-        ``openai_agents/pop`` event."""
-        items = self._fold.catch_up(self.log.events())
+        ``openai_agents/pop`` event. Reads only the end of the log (see :meth:`get_items`)."""
+        items = await self._latest(1)
         if not items:
             return None
         item = dict(items[-1])
@@ -144,6 +157,31 @@ class EventlogSession:
         self.log.append(CLEAR, Cleared())
         self._prelogged.clear()
         await self.log.flush()
+
+    async def _items(self) -> list[dict[str, Any]]:
+        """The whole live list (not a copy), the fold brought up to the head."""
+        fold = self._fold
+        if fold.next_seq <= self.log.head:
+            async for event in self.log.read_events(fold.next_seq):
+                fold.apply(event)
+        return fold.items
+
+    async def _latest(self, limit: int) -> list[dict[str, Any]]:
+        """The last ``limit`` live items (fewer when there are fewer)."""
+        if self._fold.next_seq > 0 or self.log.loaded_from == 0:
+            # The whole fold exists, or costs no read from the store: use it.
+            items = await self._items()
+            return items[max(0, len(items) - limit) :]
+        stop, window = self.log.head + 1, 4 * limit + 64
+        while True:
+            start = max(0, stop - window)
+            # A fold from ``start`` gives the list's last items exactly (see SessionItems).
+            fold = SessionItems()
+            async for event in self.log.read_events(start, stop - start):
+                fold.apply(event)
+            if start == 0 or fold.cleared or len(fold.items) >= limit:
+                return fold.items[max(0, len(fold.items) - limit) :]
+            window *= 4
 
     # -- what the hooks call ------------------------------------------------------------
 
@@ -253,29 +291,41 @@ class EventlogSession:
         return f"EventlogSession({self.session_id!r}, head={self.log.head})"
 
 
-def _interrupted(log: Session) -> bool:
+async def _interrupted(log: Session) -> bool:
     """Whether a crash cut a run short: a call of the open step has its ``tool/call`` logged
     (only the hooks write one), or was proposed by a reply the hooks logged and the SDK never
     added (no ``openai_agents/items`` spells it). A call an app added without its output is
-    the app's own history, not a crash: it is left as it is."""
+    the app's own history, not a crash: it is left as it is.
+
+    The dangling calls come from the timeline (a snapshot's keeps them); their proposing
+    replies and any spelling of them are in the open step, read from its first proposal on
+    (from the store if the session was opened from a snapshot taken after it)."""
     dangling = scan(log).dangling
-    if not dangling:
+    if any(call.call.call is not None for call in dangling):
+        return True
+    proposals = {c.call.proposed for c in dangling if c.call.proposed is not None}
+    if not proposals:
         return False
-    events = log.events()
-    spelled = {e.data.of for e in events if e.type == ITEMS}
-    for call in dangling:
-        state = call.call
-        if state.call is not None:
-            return True
-        proposed = state.proposed
-        if proposed is not None and proposed not in spelled:
-            if events[proposed].data.message.id.startswith(_HOOKED):
-                return True
-    return False
+    hooked: set[int] = set()
+    spelled: set[int] = set()
+    async for event in log.read_events(min(proposals)):
+        if event.seq in proposals and event.data.message.id.startswith(_HOOKED):
+            hooked.add(event.seq)
+        elif event.type == ITEMS and event.data.of is not None:
+            spelled.add(event.data.of)
+    return bool(hooked - spelled)
 
 
 def _replied(log: Session, start: int) -> bool:
-    return any(event.type == "assistant/message" for event in log.events(start))
+    """Whether the step that began at ``start`` holds a model reply. A reply is on the
+    surface, so a session opened from a snapshot taken inside the step holds it (pinned) if
+    it is older than the snapshot."""
+    pinned = log.pinned
+    if start < log.loaded_from and any(
+        pinned[seq].type == "assistant/message" for seq in pinned if seq >= start
+    ):
+        return True
+    return any(e.type == "assistant/message" for e in log.events(max(start, log.loaded_from)))
 
 
 def _checked(item: Any) -> dict[str, Any]:

@@ -44,6 +44,11 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
             # A live writer's open step is work in progress, not a crash: nothing to repair.
             needs = (diagnosis.needs_repair and not running) or loaded.fault is not None
             return EXIT_FINDINGS if needs else EXIT_OK
+        # The full chain check, not the default open's (from the latest snapshot on): repair
+        # itself needs nothing older (the snapshot's timeline keeps the open step and every
+        # unanswered call, and repair reads a recorded outcome from the store), but this
+        # command never appends to a log that fails verification anywhere (a damaged log is
+        # a finding, exit 1, and stays as it is), and it runs once per incident.
         session = await store.open(args.session_id, verify="full")
         try:
             report = await repair(session)

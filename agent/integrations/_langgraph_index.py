@@ -1,0 +1,164 @@
+"""Where a LangGraph thread's checkpoints, channel values and writes are in its log.
+
+The saver answers reads from a :class:`ThreadIndex` folded from the thread's events: seqs, not
+values. Whatever a read needs (a checkpoint, the blobs of the channel versions it names, the
+writes pending against it) is read from the session when asked, from memory for the events it
+holds and from the store for older ones (``Session.read_events``), and put into a scratch
+``InMemorySaver`` whose own readers build the answer: LangGraph's reference semantics, over
+only the entries the answer needs. So a thread holds in memory a few ints per checkpoint, not
+every value it ever stored (with ``add_messages`` each checkpoint stores the whole history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from eventlog import Event, EventNotLoadedError, Session
+
+from ._langgraph_events import Checkpointed, WritesPut
+
+__all__ = ("ThreadIndex", "fill", "read_at")
+
+#: Two wanted seqs closer than this are read in one range (one store query, not two).
+_GAP = 32
+
+
+class ThreadIndex:
+    """One thread's checkpoints, blobs and pending writes, by the seq of the event holding each.
+
+    :ivar checkpoints: namespace -> checkpoint id -> ``(seq, parent id)``, namespaces in the
+        order first seen (``list`` walks them so).
+    :ivar blobs: ``(namespace, channel, version)`` -> ``(seq, empty)``; ``empty``: the channel
+        had no value at that version.
+    :ivar writes: ``(namespace, checkpoint id)`` -> ``(task id, idx)`` -> seq of the
+        ``langgraph/writes`` event holding the write.
+    """
+
+    __slots__ = ("blobs", "checkpoints", "writes")
+
+    def __init__(self) -> None:
+        self.checkpoints: dict[str, dict[str, tuple[int, str | None]]] = {}
+        self.blobs: dict[tuple[str, str, Any], tuple[int, bool]] = {}
+        self.writes: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+
+    def apply(self, event: Event) -> None:
+        """Fold one event of the thread's session (the one fold, on open and at commit: the
+        index is a projection of the log). Events of other types are ignored."""
+        data = event.data
+        if isinstance(data, Checkpointed):
+            for blob in data.blobs:
+                at = (data.ns, blob.channel, blob.version)
+                self.blobs[at] = (event.seq, blob.value.type == "empty")
+            self.checkpoints.setdefault(data.ns, {})[data.id] = (event.seq, data.parent)
+        elif isinstance(data, WritesPut):
+            stored = self.writes.setdefault((data.ns, data.checkpoint_id), {})
+            for write in data.writes:
+                key = (data.task_id, write.idx)
+                if write.idx >= 0 and key in stored:
+                    continue  # a regular write is kept once (the logged call never holds one)
+                stored[key] = event.seq
+
+    def latest(self, ns: str) -> str | None:
+        """The newest checkpoint id of ``ns`` (ids sort by time), or ``None``."""
+        return max(self.checkpoints.get(ns, {}), default=None)
+
+    def chain(self, ns: str, checkpoint_id: str) -> list[str]:
+        """The ancestors of ``checkpoint_id``, parent first, as far as they are stored."""
+        found: list[str] = []
+        entries = self.checkpoints.get(ns, {})
+        entry = entries.get(checkpoint_id)
+        current = entry[1] if entry is not None else None
+        while current is not None and current in entries:
+            found.append(current)
+            current = entries[current][1]
+        return found
+
+
+async def read_at(session: Session, seqs: Iterable[int]) -> dict[int, Event]:
+    """The events at ``seqs``, read in as few ranges as their spacing allows (from memory when
+    the session holds them, else from the store).
+
+    :raises EventNotLoadedError: the store no longer holds one of them (the thread was deleted
+        meanwhile).
+    """
+    wanted = sorted(set(seqs))
+    found: dict[int, Event] = {}
+    for start, stop in _runs(wanted):
+        async for event in session.read_events(start, stop - start):
+            found[event.seq] = event
+    missing = [seq for seq in wanted if seq not in found]
+    if missing:
+        raise EventNotLoadedError(
+            f"session {session.id!r}, seq {missing[0]}: the store holds no such event",
+            session_id=session.id,
+            seq=missing[0],
+        )
+    return {seq: found[seq] for seq in wanted}
+
+
+def _runs(seqs: Sequence[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for seq in seqs:
+        if runs and seq - runs[-1][1] < _GAP:
+            runs[-1] = (runs[-1][0], seq + 1)
+        else:
+            runs.append((seq, seq + 1))
+    return runs
+
+
+async def fill(
+    scratch: InMemorySaver,
+    session: Session,
+    index: ThreadIndex,
+    thread_id: str,
+    ns: str,
+    ids: Sequence[str],
+    *,
+    channels: Sequence[str] | None = None,
+    checkpoints: dict[int, Event] | None = None,
+) -> None:
+    """Put checkpoints ``ids`` of ``ns`` into ``scratch``'s dicts, with the blobs of the
+    channel versions each names (only ``channels``' when given) and the writes pending against
+    each, read from ``session``: two rounds of reads (the checkpoints, then what they name).
+    ``checkpoints`` holds checkpoint events already read."""
+    serde: SerializerProtocol = scratch.serde
+    entries = index.checkpoints.get(ns, {})
+    read = dict(checkpoints or {})
+    read.update(await read_at(session, (entries[i][0] for i in ids if entries[i][0] not in read)))
+    wanted: set[int] = set()
+    for checkpoint_id in ids:
+        data: Checkpointed = read[entries[checkpoint_id][0]].data
+        scratch.storage[thread_id][ns][checkpoint_id] = (
+            data.checkpoint.pair(),
+            data.metadata.pair(),
+            data.parent,
+        )
+        versions = serde.loads_typed(data.checkpoint.pair()).get("channel_versions", {})
+        for channel, version in versions.items():
+            blob = index.blobs.get((ns, channel, version))
+            if blob is not None and (channels is None or channel in channels):
+                wanted.add(blob[0])
+        wanted.update(index.writes.get((ns, checkpoint_id), {}).values())
+    for event in (await read_at(session, wanted - read.keys())).values():
+        read[event.seq] = event
+    for seq in wanted:
+        _put(scratch, index, thread_id, read[seq])
+
+
+def _put(scratch: InMemorySaver, index: ThreadIndex, thread_id: str, event: Event) -> None:
+    data = event.data
+    if isinstance(data, Checkpointed):
+        for blob in data.blobs:
+            if index.blobs.get((data.ns, blob.channel, blob.version), (None,))[0] == event.seq:
+                scratch.blobs[(thread_id, data.ns, blob.channel, blob.version)] = blob.value.pair()
+    elif isinstance(data, WritesPut):
+        stored = index.writes.get((data.ns, data.checkpoint_id), {})
+        target = scratch.writes[(thread_id, data.ns, data.checkpoint_id)]
+        for write in data.writes:
+            key = (data.task_id, write.idx)
+            if stored.get(key) == event.seq:  # the write the index kept (the last, if special)
+                target[key] = (data.task_id, write.channel, write.value.pair(), data.task_path)
