@@ -87,8 +87,8 @@ class PostgresBackend(Backend):
     :raises ValidationError: an option is unknown or out of range.
     """
 
-    #: The server writes a round while the event loop goes on: rounds are pipelined
-    #: (see ``WritesElsewhere`` in ``eventlog.stores``).
+    #: The server writes a round while the event loop goes on, so the store pipelines many
+    #: sessions flushing in step (each pipelined round sent from a task of its own).
     writes_elsewhere = True
 
     def __init__(
