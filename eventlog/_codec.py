@@ -124,7 +124,9 @@ def encode_payload(
             )
     try:
         bounded = info.fast_depth <= max_nesting
-        if type(data) is info.payload and (bounded or _round_trip_exact(info)):
+        if type(data) is info.payload and (
+            bounded or _EXACT_ROUND_TRIP.get(info.payload) or _round_trip_exact(info)
+        ):
             # The common case (an instance of a schema of JSON types, and maybe bytes, that
             # does not nest too deep), all in msgspec's C code: encode, decode, and the result
             # must equal what was given (a bytes, UUID, datetime or Decimal where a str is
@@ -143,7 +145,9 @@ def encode_payload(
                 ) and _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_NINE):
                     payload = info.decoder.decode(raw)
                     if payload == data:
-                        return payload, mark_version(raw, info.version)
+                        return payload, raw if info.version == 1 else mark_version(
+                            raw, info.version
+                        )
             except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError):
                 pass  # the walk below explains it (or a deep caller stack: it passes)
         # Explain (or, for a schema with bytes, datetimes ..., check) with the slower walk.
@@ -332,7 +336,13 @@ def make_rows(
         ):
             break
         type_, ignorable = event.type, event.ignorable
-        surface_text = "append" if surface is append_op else encode_surface(surface)
+        # Inline for the two common cases: a call per row costs as much as the test.
+        if surface is append_op:
+            surface_text: str | None = "append"
+        elif surface is None:
+            surface_text = None
+        else:
+            surface_text = encode_surface(surface)
         sources_text = "[" + ",".join(map(str, sources)) + "]" if sources else "[]"
         head = (
             f"{seq}\x1f{type_}\x1f{stamp}\x1f{surface_text or ''}\x1f{sources_text}\x1f"

@@ -20,7 +20,7 @@ append is checked against the state they leave.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from ._vocabulary import CORE_TYPES
 
@@ -58,14 +58,14 @@ class TurnGrammar:
         """Fold one committed (or stored) event; total, whatever the event."""
         if type_ not in _RULES or type(data) is not CORE_TYPES[type_]:
             return
-        data = cast(Any, data)
+        event: Any = data  # one of the core payloads (an assignment: cast() is a call)
         if type_ == "turn/start":
-            self.turn, self.step = data.turn, None
-            self.last_turn, self.last_step = data.turn, 0
+            self.turn, self.step = event.turn, None
+            self.last_turn, self.last_step = event.turn, 0
         elif type_ == "turn/end":
             self.turn = self.step = None
         elif type_ == "step/start":
-            self.step = self.last_step = data.step
+            self.step = self.last_step = event.step
         elif type_ == "step/end":
             self.step = None
 

@@ -231,6 +231,9 @@ class Session:
     ) -> None:
         self.id = id
         self.types = types
+        # The registry's own dict, read on every append (a method call costs as much as the
+        # lookup); registering later adds to this same dict.
+        self._type_infos = types._types
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.read_only = read_only or tail is None
         self.max_event_bytes = max_event_bytes
@@ -352,7 +355,7 @@ class Session:
         if self._blocked or tail.fault is not None:
             self._check_writable()
         seq = self._base + len(self._events)
-        info = self.types.get(type) if isinstance(type, str) else None
+        info = self._type_infos.get(type) if isinstance(type, str) else None
         if info is None:
             raise UnknownEventTypeError(
                 f"session {self.id!r}, seq {seq}: event type {type!r} is not registered",
@@ -559,12 +562,14 @@ class Session:
         """
         if self._closed:
             raise ClosedError(f"session {self.id!r} is closed", session_id=self.id)
-        head = self.head
+        head = self._base + len(self._events) - 1  # self.head, inline: once per flush
         if self.read_only or self._tail.durable >= head:
             self.raise_if_fenced()
             return
         await self._tail.flush(head)
-        if self.head >= self._next_snapshot and self._tail.durable == self.head:
+        if self._next_snapshot <= (head := self._base + len(self._events) - 1) and (
+            self._tail.durable == head
+        ):
             self._take_snapshot()
 
     def _take_snapshot(self) -> None:
