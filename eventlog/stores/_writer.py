@@ -386,12 +386,12 @@ class Writer:
         def done(conflicts: Collection[str], error: BaseException | None) -> None:
             self._finish(round_, taken, conflicts if error is None else (), error)
 
-        if self._start is None:
-            self._task_group.start_soon(self._write_taken, round_, taken, batches)
-            return round_
         try:
-            self._start(batches, done)
-        except Exception as exc:
+            if self._start is None:
+                self._task_group.start_soon(self._write_taken, round_, taken, batches)
+            else:
+                self._start(batches, done)
+        except Exception as exc:  # nothing was started: the rows go back to the queue
             self._finish(round_, taken, (), exc)
         return round_
 
