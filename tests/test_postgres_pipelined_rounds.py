@@ -16,10 +16,11 @@ from collections.abc import Collection, Iterator, Sequence
 import anyio
 import pytest
 
-from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage
+from eventlog import Session, StoreWriteError
 from eventlog.stores import Batch, LogStore
 from eventlog.stores.postgres import PostgresBackend
 from tests.pg_children.server import fresh_schema, raw_connection, store_url
+from tests.test_pipelined_rounds import _checkpoint, _say
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -49,24 +50,6 @@ class RecordingPostgres(PostgresBackend):
 def schema() -> Iterator[str]:
     with fresh_schema() as name:
         yield name
-
-
-def _say(session: Session, text: str) -> None:
-    session.append("user/message", UserMessage(message=Message.user(text)), surface=APPEND)
-
-
-async def _checkpoint(sessions: list[Session], text: str) -> None:
-    """Every session commits one message and flushes, all at once (agents in step)."""
-
-    async def one(session: Session) -> None:
-        _say(session, f"{session.id}: {text}")
-        await session.flush()
-        # The barrier: everything committed before the call is durable on return.
-        assert session.durable == session.head
-
-    async with anyio.create_task_group() as tg:
-        for session in sessions:
-            tg.start_soon(one, session)
 
 
 async def _stored_texts(schema: str, session_id: str) -> list[str]:
