@@ -97,7 +97,7 @@ async def test_a_long_thread_resumes_from_its_snapshot_with_the_full_answers(
                 await graph.ainvoke(
                     {"messages": [HumanMessage(f"q{turn}", id=f"u{turn}")]}, _THREAD
                 )
-            live = saver._sessions["long"]
+            live = saver._threads["long"].session
             assert live.loaded_from > 0  # the live session trimmed its old events too
     expected = await _reference(url)
 
@@ -105,7 +105,7 @@ async def test_a_long_thread_resumes_from_its_snapshot_with_the_full_answers(
     async with open_store(url, types=langgraph_types(), **options) as store:
         async with EventlogSaver(store) as saver:
             latest = await saver.aget_tuple(_THREAD)
-            session = saver._sessions["long"]
+            session = saver._threads["long"].session
             assert session.snapshot_seq is not None and session.loaded_from > 0
             assert len(session.events(session.loaded_from)) < 16 < session.head
             # ... and the latest checkpoint is the one the whole log gives, with the value
@@ -158,7 +158,7 @@ async def test_a_thread_copied_from_a_resumed_thread_has_every_checkpoint(tmp_pa
         async with EventlogSaver(store) as saver:
             # The copy streams the source's log, most of it from the store.
             await saver.acopy_thread("long", "copy")
-            assert saver._sessions["long"].loaded_from > 0
+            assert saver._threads["long"].session.loaded_from > 0
             source = [t.checkpoint async for t in saver.alist(_THREAD)]
             copy_config: RunnableConfig = {"configurable": {"thread_id": "copy"}}
             copied = [t.checkpoint async for t in saver.alist(copy_config)]

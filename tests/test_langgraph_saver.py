@@ -128,7 +128,7 @@ async def test_concurrent_calls_on_a_new_thread_share_one_session_in_call_order(
         metadata: CheckpointMetadata = {"step": 1}
         versions: ChannelVersions = {"count": 2}
         tg.start_soon(saver.aput, parent, _checkpoint(1), metadata, versions)
-    session = saver._sessions["t"]
+    session = saver._threads["t"].session
     logged = [getattr(e.data, "task_id", "put") for e in session.events()]
     assert logged == [f"task-{task:02d}" for task in range(20)] + ["put"]
     assert session.durable == session.head == 20
@@ -142,7 +142,7 @@ async def test_a_regular_write_is_kept_once_and_not_logged_again(saver: Eventlog
     parent = await saver.aput(_config("t"), _checkpoint(0), {"step": 0}, {"count": 1})
     await saver.aput_writes(parent, [("count", 1)], "task")
     await saver.aput_writes(parent, [("count", 2)], "task")  # same task, same index
-    session = saver._sessions["t"]
+    session = saver._threads["t"].session
     assert [e.type for e in session.events()] == [CHECKPOINT, WRITES]
     loaded = await saver.aget_tuple(parent)
     assert loaded is not None and loaded.pending_writes == [("task", "count", 1)]

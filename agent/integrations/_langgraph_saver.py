@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
@@ -122,14 +123,13 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         self._store = store
         # Only for get_next_version, which reads no state.
         self._versions = InMemorySaver(serde=self.serde)
-        self._sessions: dict[str, Session] = {}
-        self._indexes: dict[str, ThreadIndex] = {}
+        self._threads: dict[str, _Thread] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._token = anyio.lowlevel.current_token()
         self._loop_thread = threading.get_ident()
 
     def __repr__(self) -> str:
-        return f"EventlogSaver({len(self._sessions)} threads open)"
+        return f"EventlogSaver({len(self._threads)} threads open)"
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -144,9 +144,9 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         """The thread's open session, loading it on first use and folding its index by
         streaming the log (older events from the store: O(log) time once per thread, O(one
         event) of them in memory). Lock held."""
-        session = self._sessions.get(thread_id)
-        if session is not None:
-            return session
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            return thread.session
         session_id = session_id_for(thread_id)
         index = ThreadIndex()
         try:
@@ -175,12 +175,11 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                 with anyio.CancelScope(shield=True):
                     await session.aclose()
                 raise
-        self._sessions[thread_id] = session
-        self._indexes[thread_id] = index
+        self._threads[thread_id] = _Thread(session, index)
         return session
 
     async def _load(self, thread_id: str) -> None:
-        if thread_id not in self._sessions:
+        if thread_id not in self._threads:
             async with self._lock(thread_id):
                 await self._session(thread_id, create=False)
 
@@ -203,7 +202,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
-            self._indexes[thread_id].apply(session.append(type_, payload))
+            self._threads[thread_id].index.apply(session.append(type_, payload))
         return session
 
     # -- async API -----------------------------------------------------------------------------
@@ -215,13 +214,13 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         hold them."""
         thread_id = _thread_of(config)
         await self._load(thread_id)
-        index = self._indexes.get(thread_id)
+        thread = self._threads.get(thread_id)
         ns = config["configurable"].get("checkpoint_ns", "")
-        wanted = get_checkpoint_id(config) or (index.latest(ns) if index else None)
-        if index is None or wanted is None or wanted not in index.checkpoints.get(ns, {}):
+        wanted = get_checkpoint_id(config) or (thread.index.latest(ns) if thread else None)
+        if thread is None or wanted is None or wanted not in thread.index.checkpoints.get(ns, {}):
             return None
         scratch = InMemorySaver(serde=self.serde)
-        await fill(scratch, self._sessions[thread_id], index, thread_id, ns, [wanted])
+        await fill(scratch, thread.session, thread.index, thread_id, ns, [wanted])
         return scratch.get_tuple(config)
 
     async def alist(
@@ -239,7 +238,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         began (a put during the iteration does not show)."""
         if config is None:
             await self._load_all()
-            threads = list(self._indexes)
+            threads = list(self._threads)
         else:
             threads = [_thread_of(config)]
             await self._load(threads[0])
@@ -248,9 +247,10 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         below = get_checkpoint_id(before) if before else None
         left = limit
         for thread_id in threads:
-            index, session = self._indexes.get(thread_id), self._sessions.get(thread_id)
-            if index is None or session is None:
+            thread = self._threads.get(thread_id)
+            if thread is None:
                 continue
+            session, index = thread.session, thread.index
             for ns, entries in list(index.checkpoints.items()):
                 if config_ns is not None and ns != config_ns:
                     continue
@@ -363,7 +363,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
-            index = self._indexes[thread_id]
+            index = self._threads[thread_id].index
             stored = index.writes.get((ns, checkpoint_id), {})
             kept = [w for w in serialized if w.idx < 0 or (task_id, w.idx) not in stored]
             if kept:
@@ -384,8 +384,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=False)
             if session is not None:
-                self._sessions.pop(thread_id, None)
-                self._indexes.pop(thread_id, None)
+                self._threads.pop(thread_id, None)
                 await session.aclose()
                 await self._store.delete(session.id)
 
@@ -406,7 +405,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                 async with self._lock(target_thread_id):
                     target = await self._session(target_thread_id, create=True)
                     assert target is not None  # create=True
-                    index = self._indexes[target_thread_id]
+                    index = self._threads[target_thread_id].index
                     for event in ours:
                         index.apply(target.append(event.type, event.data))
                 await target.flush()
@@ -419,13 +418,14 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         back to the nearest one holding a value of each channel, or to the root."""
         thread_id = _thread_of(config)
         await self._load(thread_id)
-        index, session = self._indexes.get(thread_id), self._sessions.get(thread_id)
+        thread = self._threads.get(thread_id)
         ns = config["configurable"].get("checkpoint_ns", "")
-        target = get_checkpoint_id(config) or (index.latest(ns) if index else None)
+        target = get_checkpoint_id(config) or (thread.index.latest(ns) if thread else None)
         scratch = InMemorySaver(serde=self.serde)
-        if index is None or session is None or target not in index.checkpoints.get(ns, {}):
+        if thread is None or target not in thread.index.checkpoints.get(ns, {}):
             return scratch.get_delta_channel_history(config=config, channels=channels)
         assert target is not None
+        session, index = thread.session, thread.index
         chain = await self._seeded_chain(session, index, ns, target, channels)
         await fill(scratch, session, index, thread_id, ns, [target, *chain], channels=channels)
         pinned: RunnableConfig = {
@@ -468,10 +468,9 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     async def aclose(self) -> None:
         """Close every session the saver opened (their leases are released). The store stays
         open; it is the caller's."""
-        sessions, self._sessions = list(self._sessions.values()), {}
-        self._indexes = {}
-        for session in sessions:
-            await session.aclose()
+        threads, self._threads = list(self._threads.values()), {}
+        for thread in threads:
+            await thread.session.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -540,6 +539,15 @@ class EventlogSaver(BaseCheckpointSaver[str]):
             return await self.aget_delta_channel_history(config=config, channels=channels)
 
         return self._run(history)
+
+
+@dataclass(frozen=True, slots=True)
+class _Thread:
+    """An open thread: its session and the index folded from it (kept together: the index
+    is valid exactly as long as the session is open here)."""
+
+    session: Session
+    index: ThreadIndex
 
 
 _EMPTY = ("empty", b"")
