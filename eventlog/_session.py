@@ -567,9 +567,8 @@ class Session:
             self.raise_if_fenced()
             return
         await self._tail.flush(head)
-        if self._next_snapshot <= (head := self._base + len(self._events) - 1) and (
-            self._tail.durable == head
-        ):
+        head = self._base + len(self._events) - 1  # again: appends may have come meanwhile
+        if head >= self._next_snapshot and self._tail.durable == head:
             self._take_snapshot()
 
     def _take_snapshot(self) -> None:
