@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage
-from eventlog.stores import Batch, LogStore
+from eventlog.stores import Backend, Batch, LogStore
 from eventlog.stores.sqlite import SQLiteBackend
 
 pytestmark = pytest.mark.anyio
@@ -63,6 +63,18 @@ async def _checkpoint(sessions: list[Session], text: str) -> None:
             tg.start_soon(one, session)
 
 
+async def _reopened_heads(backend: Backend, sessions: list[Session]) -> list[int]:
+    """Each session's head, reopened in a new store over ``backend`` with the whole chain
+    verified (``verify="full"``)."""
+    heads = []
+    async with LogStore(backend) as store:
+        for session in sessions:
+            reopened = await store.open(session.id, verify="full")
+            heads.append(reopened.head)
+            await reopened.aclose()
+    return heads
+
+
 async def _stored_texts(path: Path, session_id: str) -> list[str]:
     async with LogStore(SQLiteBackend(str(path))) as store:
         return [e.data.message.text async for e in store.read(session_id)]
@@ -86,11 +98,7 @@ async def test_sessions_in_step_are_written_as_two_alternating_rounds(tmp_path: 
     for session in sessions:
         expected = [f"{session.id}: {n}" for n in range(6)]
         assert await _stored_texts(path, session.id) == expected
-    async with LogStore(SQLiteBackend(str(path))) as store:
-        for session in sessions:
-            reopened = await store.open(session.id, verify="full")
-            assert reopened.head == 5
-            await reopened.aclose()
+    assert await _reopened_heads(SQLiteBackend(str(path)), sessions) == [5] * SESSIONS
 
 
 async def test_a_pipelined_round_that_cannot_write_fails_its_flushes_and_the_next_retries(

@@ -20,7 +20,7 @@ from eventlog import Session, StoreWriteError
 from eventlog.stores import Batch, LogStore
 from eventlog.stores.postgres import PostgresBackend
 from tests.pg_children.server import fresh_schema, raw_connection, store_url
-from tests.test_pipelined_rounds import _checkpoint, _say
+from tests.test_pipelined_rounds import _checkpoint, _reopened_heads, _say
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -83,11 +83,7 @@ async def test_sessions_in_step_are_written_as_two_alternating_rounds(schema: st
     for session in sessions:
         expected = [f"{session.id}: {n}" for n in range(6)]
         assert await _stored_texts(schema, session.id) == expected
-    async with LogStore(PostgresBackend(store_url(schema))) as store:
-        for session in sessions:
-            reopened = await store.open(session.id, verify="full")
-            assert reopened.head == 5
-            await reopened.aclose()
+    assert await _reopened_heads(PostgresBackend(store_url(schema)), sessions) == [5] * SESSIONS
 
 
 async def test_a_pipelined_round_that_fails_fails_its_flushes_and_the_next_retries(
