@@ -43,6 +43,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import (
+    Event,
     EventLogError,
     Session,
     SessionExistsError,
@@ -426,8 +427,17 @@ class EventlogSaver(BaseCheckpointSaver[str]):
             return scratch.get_delta_channel_history(config=config, channels=channels)
         assert target is not None
         session, index = thread.session, thread.index
-        chain = await self._seeded_chain(session, index, ns, target, channels)
-        await fill(scratch, session, index, thread_id, ns, [target, *chain], channels=channels)
+        chain, read = await self._seeded_chain(session, index, ns, target, channels)
+        await fill(
+            scratch,
+            session,
+            index,
+            thread_id,
+            ns,
+            [target, *chain],
+            channels=channels,
+            checkpoints=read,  # the ancestors' events, read once
+        )
         pinned: RunnableConfig = {
             "configurable": {**config["configurable"], "checkpoint_id": target}
         }
@@ -440,14 +450,16 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         ns: str,
         target: str,
         channels: Sequence[str],
-    ) -> list[str]:
+    ) -> tuple[list[str], dict[int, Event]]:
         """The ancestors of ``target``, parent first, up to the first that holds a non-empty
-        value of every one of ``channels`` (the ones the history walk reaches)."""
+        value of every one of ``channels`` (the ones the history walk reaches), and their
+        checkpoint events as read (by seq)."""
         chain, remaining = index.chain(ns, target), set(channels)
         entries = index.checkpoints[ns]
+        read: dict[int, Event] = {}
         for start in range(0, len(chain), _PAGE):
             page = chain[start : start + _PAGE]
-            read = await read_at(session, (entries[i][0] for i in page))
+            read.update(await read_at(session, (entries[i][0] for i in page)))
             for offset, checkpoint_id in enumerate(page):
                 data = read[entries[checkpoint_id][0]].data
                 versions = self.serde.loads_typed(data.checkpoint.pair()).get(
@@ -458,8 +470,8 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                     if channel in versions and blob is not None and not blob[1]:
                         remaining.discard(channel)
                 if not remaining:
-                    return chain[: start + offset + 1]
-        return chain
+                    return chain[: start + offset + 1], read
+        return chain, read
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions as ``InMemorySaver`` makes them: sortable strings."""
