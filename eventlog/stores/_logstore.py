@@ -730,7 +730,12 @@ class LogStore(Store):
         assert info is not None
         forked_data = SessionForked(parent=sid, boundary=boundary)
         _, raw = encode_payload(info, forked_data, session_id=child_id, seq=boundary + 1)
-        stamp = max(time.time_ns() // 1_000_000, rows[-1].time)
+        # One reading of the clock for the child's creation and its ``session/forked``: a
+        # second reading for either could fall on an earlier millisecond than the other, and
+        # the marker would predate the session it opens. A parent whose last event is later
+        # still (another writer's clock ahead of ours) keeps the log's times non-decreasing.
+        created = time.time_ns() // 1_000_000
+        stamp = max(created, rows[-1].time)
         # The child's chain is its own (format 2, bound to its id), whatever the parent's.
         rows = rechain(rows, child_id)
         forked = make_row(
@@ -738,7 +743,7 @@ class LogStore(Store):
         )
         child = SessionRecord(
             id=child_id,
-            created_at=time.time_ns() // 1_000_000,
+            created_at=created,
             parent_id=sid,
             fork_seq=boundary,
             metadata=dict(record.metadata),
