@@ -47,7 +47,7 @@ from ._compaction import (
     model_summarizer,
     plan_auto,
 )
-from ._errors import AgentBusyError, CompactionError, OpenTurnError
+from ._errors import AgentBusyError, AgentConfigError, CompactionError, OpenTurnError
 from ._execution import ExecutionReport, ToolExecutor
 from ._inbox import Admission, prompt, submit
 from ._model import (
@@ -61,13 +61,24 @@ from ._model import (
     TextDelta,
     ToolCallDelta,
 )
+from ._retry import RetryPolicy
 from ._scripted import Response, ScriptedModel
-from ._tools import FunctionTool, Tool, ToolArgumentsError, Toolbox, ToolContext, ToolOutput, tool
+from ._tools import (
+    FunctionTool,
+    Tool,
+    ToolArgumentsError,
+    Toolbox,
+    ToolContext,
+    ToolOutput,
+    as_tool,
+    tool,
+)
 
 __all__ = (
     "Admission",
     "Agent",
     "AgentBusyError",
+    "AgentConfigError",
     "AutoCompaction",
     "CompactionError",
     "CompactionResult",
@@ -100,6 +111,7 @@ __all__ = (
     "ReasoningDelta",
     "Reply",
     "Response",
+    "RetryPolicy",
     "ScriptedModel",
     "TextDelta",
     "Tool",
@@ -109,5 +121,6 @@ __all__ = (
     "ToolExecutor",
     "ToolOutput",
     "Toolbox",
+    "as_tool",
     "tool",
 )

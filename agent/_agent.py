@@ -4,12 +4,12 @@ A turn: ``turn/start``, then steps until the model stops asking for tools. A ste
 inbox (``agent/inbox/spliced``), ``step/start``, the claimed ``user/message`` s, the request
 (``request/header`` when it changed; it carries the bytes of the attachments it references), a
 flush (so the request is never sent for input that is not durable), the model stream, the
-settled ``assistant/message`` (or a log-only ``assistant/attempt``), the tools, ``step/end``
-and a flush.
+settled ``assistant/message`` (a failed or empty attempt is a log-only ``assistant/attempt``,
+retried as the :class:`RetryPolicy` says), the tools, ``step/end`` and a flush.
 
 Turns end ``completed``, ``aborted`` (cancel), ``blocked`` (``max_steps`` reached), ``error``
-(the model kept failing, or the loop failed) or ``max-tokens`` (sticky for the turn). A
-concluding tool ends the turn unless steering arrived meanwhile.
+(the model kept failing or replying empty, or the loop failed) or ``max-tokens`` (sticky for
+the turn). A concluding tool ends the turn unless steering arrived meanwhile.
 
 Cancellation of a running turn is a request, not a task cancel: the stream is abandoned at
 once, started tools are drained, unstarted ones are answered ``ABORTED_BEFORE_DISPATCH``, and
@@ -28,8 +28,6 @@ from anyio.abc import TaskStatus
 
 from eventlog import (
     APPEND,
-    AssistantAttempt,
-    AssistantMessage,
     Event,
     EventLogError,
     Message,
@@ -41,22 +39,23 @@ from eventlog import (
     TurnEndReason,
     TurnStart,
     UserMessage,
-    new_id,
 )
 from projections import inbox, request_header, timeline
 from projections.inbox import cancel_all, claim
 from recovery import RepairReport, repair
 
-from ._assembly import Assembler
 from ._attachments import AttachmentCache
+from ._attempts import StepAttempts
 from ._compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from ._errors import AgentBusyError, OpenTurnError
 from ._execution import ToolExecutor
 from ._inbox import Admission, prompt, submit
-from ._interrupt import Interrupter, stream_into
-from ._model import Chunk, Model, ModelError, ModelRequest
+from ._interrupt import Interrupter
+from ._model import Chunk, Model
+from ._options import agent_options, check_session
 from ._request import model_request
-from ._tools import Tool, Toolbox
+from ._retry import RetryPolicy
+from ._tools import Body, Tool
 
 __all__ = ("Agent", "TurnOutcome", "StepKind")
 
@@ -80,27 +79,21 @@ class _StepResult:
     concluded: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    """A failed model attempt, and whether (and when) to retry it."""
-
-    retryable: bool = True
-    retry_after: float | None = None
-
-
 class Agent:
     """Runs turns on ``session`` with ``model`` and ``tools``.
 
+    :param tools: :class:`Tool` s, or plain functions, each made a tool as :func:`tool` makes
+        one (its name, docstring and typed parameters; refused if they cannot be described).
     :param system: the system prompt.
     :param params: model parameters (temperature, max tokens, ...), recorded in
         ``request/header``.
     :param model_name: the model name requested (``ModelRequest.model``) and recorded in
         ``request/header``; by default ``model.name``.
     :param max_parallel: at most this many concurrency-safe tool calls at once.
-    :param max_retries: failed model attempts retried within a step before the turn ends
-        ``error``; a :class:`ModelError` with ``retryable`` false is not retried.
-    :param retry_backoff: seconds before the first retry; doubles each time, and is at least
-        the ``retry_after`` a :class:`ModelError` carries.
+    :param retry: how failed and empty model attempts are retried within a step before the
+        turn ends ``error`` (by default the official SDKs' policy: 2 retries, exponential
+        back-off from 0.5 s with jitter, the server's ``Retry-After`` honoured); a
+        :class:`ModelError` with ``retryable`` false is not retried.
     :param max_steps: steps per turn before the turn ends ``blocked``.
     :param compaction: automatic compaction before each request, if given.
     :param store: the store ``session`` belongs to (:meth:`resume` passes its own). With it,
@@ -108,43 +101,50 @@ class Agent:
         kept while still referenced), and the images and files a tool returns inline are
         stored as attachments before its result is committed. Without it, requests carry no
         attachment bytes and tool results keep theirs inline.
-    :raises ValueError: an option is out of range, or two tools share a name.
+    :raises AgentConfigError: an argument of the wrong type or out of range (naming it), or
+        two tools share a name.
     """
 
     def __init__(
         self,
         session: Session,
         model: Model,
-        tools: Iterable[Tool] = (),
+        tools: Iterable[Tool | Body] = (),
         *,
         system: str = "",
         params: Mapping[str, Any] | None = None,
         model_name: str | None = None,
         max_parallel: int = 10,
-        max_retries: int = 2,
-        retry_backoff: float = 0.05,
+        retry: RetryPolicy | None = None,
         max_steps: int = 64,
         compaction: AutoCompaction | None = None,
         store: Store | None = None,
     ) -> None:
-        if type(max_parallel) is not int or max_parallel < 1:
-            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
-        if max_retries < 0 or max_steps < 1:
-            raise ValueError("max_retries must be >= 0 and max_steps >= 1")
-        self.session = session
+        self.session = check_session(session)
+        options = agent_options(
+            model,
+            tools,
+            system=system,
+            params=params,
+            model_name=model_name,
+            max_parallel=max_parallel,
+            retry=retry,
+            max_steps=max_steps,
+            compaction=compaction,
+            store=store,
+        )
         self.model = model
-        self.toolbox = Toolbox(tools)
-        self.system = system
-        self.params: dict[str, Any] = dict(params or {})
-        self.model_name = model.name if model_name is None else model_name
-        self.max_parallel = max_parallel
-        self.max_retries = max_retries
-        self.retry_backoff = retry_backoff
-        self.max_steps = max_steps
-        self.compaction = compaction
+        self.toolbox = options.toolbox
+        self.system = options.system
+        self.params = options.params
+        self.model_name = options.model_name
+        self.max_parallel = options.max_parallel
+        self.retry = options.retry
+        self.max_steps = options.max_steps
+        self.compaction = options.compaction
         #: What :meth:`resume` repaired, if this agent was resumed.
         self.repair_report: RepairReport | None = None
-        self._attachments = AttachmentCache(session, store)
+        self._attachments = AttachmentCache(session, options.store)
         self._live: list[Callable[[Chunk], None]] = []
         self._running = False
         self._interrupter: Interrupter | None = None
@@ -155,7 +155,7 @@ class Agent:
         store: Store,
         session_id: str,
         model: Model,
-        tools: Iterable[Tool] = (),
+        tools: Iterable[Tool | Body] = (),
         *,
         wait: float = 0.0,
         **options: Any,
@@ -171,21 +171,24 @@ class Agent:
             :meth:`Store.open`); a crashed writer's lease is taken over at once regardless.
         :raises SessionNotFoundError: no such session.
         :raises SessionBusyError: another live writer holds the session (still, after ``wait``).
+        :raises AgentConfigError: an argument of the wrong type or out of range; raised before
+            the session is opened, so nothing is repaired or held.
         """
+        agent_options(model, tools, **{"store": store, **options})  # refuse before touching it
         session = await store.open(session_id, wait=wait)
         try:
             report = await repair(session)
+            header = request_header(session)
+            kept = {"system": header.system, "model_name": header.model, "params": header.params}
+            for name, value in kept.items():
+                if value is not None:
+                    options.setdefault(name, value)
+            options.setdefault("store", store)
+            agent = cls(session, model, tools, **options)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await session.aclose()
             raise
-        header = request_header(session)
-        kept = {"system": header.system, "model_name": header.model, "params": header.params}
-        for name, value in kept.items():
-            if value is not None:
-                options.setdefault(name, value)
-        options.setdefault("store", store)
-        agent = cls(session, model, tools, **options)
         agent.repair_report = report
         return agent
 
@@ -414,61 +417,14 @@ class Agent:
         attachments = await self._attachments.for_request(request.messages)
         if attachments:
             request = replace(request, attachments=attachments)
-        failures = 0
-        while True:
-            if self._cancelled:
-                return _StepResult("aborted")  # cancelled before the request was sent
-            await session.flush()  # checkpoint: the request is never sent for undurable input
-            if self._cancelled:
-                return _StepResult("aborted")  # cancelled during the checkpoint
-            settled = await self._attempt(turn, step, request)
-            if isinstance(settled, _StepResult):
-                return settled
-            failures += 1
-            if failures > self.max_retries or not settled.retryable:
-                return _StepResult("error")
-            assert self._interrupter is not None
-            backoff = self.retry_backoff * 2 ** (failures - 1)
-            await self._interrupter.pause(max(backoff, settled.retry_after or 0.0))
-
-    async def _attempt(self, turn: int, step: int, request: ModelRequest) -> _StepResult | _Failure:
-        """One model attempt; a :class:`_Failure` when it failed (recorded)."""
-        session = self.session
-        assembler = Assembler(new_id())
         assert self._interrupter is not None
-        error, cancelled, raised = await stream_into(
-            self.model, request, assembler, self._interrupter, self._show
+        attempts = StepAttempts(
+            session, self.model, self._interrupter, self._show, self.retry, turn, step
         )
-        if error is not None:
-            session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step, error=error))
-            if isinstance(raised, ModelError):
-                return _Failure(raised.retryable, raised.retry_after)
-            return _Failure()
-        reply = assembler.settle(cancelled=cancelled)
-        finish = assembler.finish
-        if reply.message is None:
-            session.append("assistant/attempt", AssistantAttempt(turn=turn, step=step))
-            if cancelled:
-                return _StepResult("aborted")
-            return _StepResult("max-tokens" if finish and finish.kind == "max-tokens" else "stop")
-        kind = "canceled" if cancelled else finish.kind if finish else "stop"
-        event = session.append(
-            "assistant/message",
-            AssistantMessage(
-                turn=turn,
-                step=step,
-                message=reply.message,
-                finish=kind,
-                usage=assembler.usage,
-                interrupted=reply.interrupted,
-            ),
-            surface=APPEND,
-        )
-        if cancelled:
-            return _StepResult("aborted")
-        if kind == "max-tokens":
-            return _StepResult("max-tokens")
-        if not reply.tool_calls:
+        settled = await attempts.settle(request)
+        if settled.kind != "reply":
+            return _StepResult(settled.kind)
+        if not settled.tool_calls:
             return _StepResult("stop")
         executor = ToolExecutor(
             session,
@@ -479,7 +435,7 @@ class Agent:
             max_parallel=self.max_parallel,
             attachments=self._attachments,
         )
-        report = await executor.run(reply.tool_calls, assistant_seq=event.seq)
+        report = await executor.run(settled.tool_calls, assistant_seq=settled.seq)
         if report.aborted or self._cancelled:
             return _StepResult("aborted")
         return _StepResult("tools", concluded=report.concluded)

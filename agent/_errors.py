@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from eventlog import EventLogError
+from eventlog import EventLogError, ValidationError
 
-__all__ = ("AgentBusyError", "CompactionError", "OpenTurnError")
+__all__ = ("AgentBusyError", "AgentConfigError", "CompactionError", "OpenTurnError")
 
 
 class AgentBusyError(EventLogError, RuntimeError):
@@ -17,3 +17,13 @@ class OpenTurnError(EventLogError):
 
 class CompactionError(EventLogError, ValueError):
     """A compaction was refused: bad range, busy session, or a summary that does not shrink."""
+
+
+class AgentConfigError(ValidationError, TypeError):
+    """An agent-layer object (:class:`~agent.Agent`, a tool, a toolbox, a retry policy, a model
+    adapter, ...) was built with an argument of the wrong type or out of range; nothing was
+    built. The message names the argument, what it must be, and what was given.
+
+    Both a :class:`TypeError` and a :class:`ValueError` (through
+    :class:`~eventlog.ValidationError`), so either ``except`` catches it.
+    """

@@ -3,7 +3,12 @@
 A :class:`Tool` has a name, a description, JSON-schema parameters, a decoder for the model's raw
 argument string, a concurrency predicate and an async body. :func:`tool` builds one from a typed
 function or from a function taking one msgspec ``Struct``; the schema is derived with msgspec so
-it always matches what the decoder accepts.
+it always matches what the decoder accepts. A :class:`Toolbox` (and so an agent) takes plain
+functions too, and makes each a tool the same way.
+
+Everything is checked when the tool is built: a name the providers refuse, a parameter that
+cannot be passed by name (``*args``, positional-only) or an annotation JSON cannot describe is
+an :class:`~agent.AgentConfigError` naming the function, not a failure at the first request.
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, get_type_hints, overload, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 import anyio
 import msgspec
 
 from eventlog import FilePart, ImagePart, ResultPart, Session, TextPart, ToolSpec
+
+from ._checks import check_callable, check_optional_str, check_tool_name, refuse
+from ._errors import AgentConfigError
 
 __all__ = (
     "FunctionTool",
@@ -29,6 +37,7 @@ __all__ = (
     "Body",
     "Returned",
     "as_output",
+    "as_tool",
     "spec_of",
 )
 
@@ -119,7 +128,11 @@ def as_output(result: object) -> ToolOutput:
 
 
 class FunctionTool:
-    """A :class:`Tool` over a Python function (see :func:`tool`)."""
+    """A :class:`Tool` over a Python function (see :func:`tool`).
+
+    :raises AgentConfigError: ``fn`` is not callable, has no name (and none is given) or one the
+        providers refuse, or parameters that cannot be described as a JSON object.
+    """
 
     def __init__(
         self,
@@ -129,13 +142,26 @@ class FunctionTool:
         description: str | None = None,
         safe: bool | Callable[[Any], bool] = False,
     ) -> None:
-        self.fn = fn
-        self.name = name or fn.__name__
+        self.fn = check_callable("tool", "fn", fn, "a function (sync or async)")
+        if name is None:
+            name = getattr(fn, "__name__", None)
+            if not isinstance(name, str):
+                raise refuse("tool", "name", "given for a callable without a __name__", name)
+        self.name = check_tool_name(f"tool {fn!r}", name)
+        where = f"tool {self.name!r}"
+        description = check_optional_str(where, "description", description)
         self.description = description if description is not None else inspect.getdoc(fn) or ""
+        if not isinstance(safe, bool) and not callable(safe):
+            raise refuse(where, "safe", "True, False or a predicate over the arguments", safe)
         self._safe = safe
-        self.params_type, self._spread, self._wants_context = _params_of(fn)
-        self._decoder = msgspec.json.Decoder(self.params_type)
-        self.parameters: dict[str, Any] = _schema(self.params_type)
+        self.params_type, self._spread, self._wants_context = _params_of(fn, self.name)
+        try:
+            self._decoder = msgspec.json.Decoder(self.params_type)
+            self.parameters: dict[str, Any] = _schema(self.params_type)
+        except (TypeError, ValueError) as exc:  # msgspec: a type or default JSON cannot hold
+            raise AgentConfigError(
+                f"{where}: its parameters cannot be described as JSON: {exc}"
+            ) from exc
 
     def decode(self, arguments: str) -> Any:
         try:
@@ -201,6 +227,7 @@ def tool(
     or a sequence of them), which the model receives as a result with that content.
 
     :param safe: concurrency safety: a constant or a predicate over the decoded arguments.
+    :raises AgentConfigError: see :class:`FunctionTool`.
     """
 
     def make(f: Body) -> FunctionTool:
@@ -209,23 +236,49 @@ def tool(
     return make if fn is None else make(fn)
 
 
-def _params_of(fn: Body) -> tuple[type[msgspec.Struct], bool, bool]:
+def _signature(fn: Body, where: str) -> inspect.Signature:
+    """``fn``'s signature with its annotations evaluated (``from __future__ import annotations``).
+
+    A partial or a callable object works too; ``Annotated`` constraints are kept, so msgspec
+    checks them when decoding and states them in the schema.
+    """
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except (TypeError, ValueError) as exc:  # a builtin without a readable signature
+        raise AgentConfigError(f"{where}: cannot read the parameters of {fn!r}: {exc}") from exc
+    except Exception as exc:  # evaluating an annotation failed (NameError, ...)
+        raise AgentConfigError(
+            f"{where}: cannot evaluate the annotations of {fn!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_UNNAMED = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+def _params_of(fn: Body, name: str) -> tuple[type[msgspec.Struct], bool, bool]:
     """The arguments Struct, whether to spread it into keywords, whether to pass the context."""
-    hints = get_type_hints(fn)
-    params = [p for p in inspect.signature(fn).parameters.values() if p.name != "context"]
-    wants_context = "context" in inspect.signature(fn).parameters
-    if len(params) == 1:
-        annotation = hints.get(params[0].name)
+    where = f"tool {name!r}"
+    signature = _signature(fn, where)
+    wants_context = "context" in signature.parameters
+    params = [p for p in signature.parameters.values() if p.name != "context"]
+    if len(params) == 1 and params[0].kind in _POSITIONAL:
+        annotation = params[0].annotation
         if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
             return annotation, False, wants_context
     fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     for p in params:
-        annotation = hints.get(p.name, Any)
+        if p.kind in _UNNAMED or p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise AgentConfigError(
+                f"{where}: parameter {p.name!r} cannot be passed by name (the model sends a "
+                "JSON object of named arguments): use keyword parameters, or one Struct"
+            )
+        annotation = Any if p.annotation is inspect.Parameter.empty else p.annotation
         if p.default is inspect.Parameter.empty:
             fields.append((p.name, annotation))
         else:
             fields.append((p.name, annotation, p.default))
-    struct_name = "".join(part.title() for part in getattr(fn, "__name__", "tool").split("_"))
+    struct_name = "".join(part.title() for part in name.replace("-", "_").split("_"))
     struct = msgspec.defstruct(f"{struct_name}Arguments", fields, kw_only=True)
     return struct, True, wants_context
 
@@ -247,17 +300,40 @@ def spec_of(tool: Tool) -> ToolSpec:
     return ToolSpec(name=tool.name, description=tool.description, parameters=dict(tool.parameters))
 
 
+def as_tool(item: object, where: str = "tool") -> Tool:
+    """``item`` as a :class:`Tool`: a tool as it is (its name, description and parameters
+    checked), a plain function made one as :func:`tool` makes it.
+
+    :raises AgentConfigError: ``item`` is neither, or not a valid tool.
+    """
+    if isinstance(item, Tool):
+        check_tool_name(where, item.name)
+        if not isinstance(item.description, str) or not isinstance(item.parameters, Mapping):
+            raise refuse(where, "a tool", "a string description and a mapping of parameters", item)
+        return item
+    if callable(item):
+        return FunctionTool(item)
+    raise refuse(where, "each tool", "a Tool (see agent.tool) or a plain function", item)
+
+
 class Toolbox:
     """The tools an agent offers, by name, in a stable order.
 
-    :raises ValueError: (at construction) two tools share a name.
+    :param tools: :class:`Tool` s, or plain functions (each made a tool by :func:`as_tool`).
+    :param where: what the errors name (the agent passes ``"Agent"``).
+    :raises AgentConfigError: (at construction) ``tools`` is not an iterable of tools, one of
+        them is not a valid tool, or two tools share a name.
     """
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool | Body] = (), *, where: str = "Toolbox") -> None:
+        if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
+            expected = "an iterable of tools or functions (put a single one in a list)"
+            raise refuse(where, "tools", expected, tools)
         self._tools: dict[str, Tool] = {}
-        for t in tools:
+        for n, item in enumerate(tools):
+            t = as_tool(item, f"{where}: tools[{n}]")
             if t.name in self._tools:
-                raise ValueError(f"two tools are named {t.name!r}")
+                raise AgentConfigError(f"{where}: two tools are named {t.name!r}")
             self._tools[t.name] = t
 
     def get(self, name: str) -> Tool | None:

@@ -22,7 +22,7 @@ import anyio
 import msgspec
 import pytest
 
-from agent import Agent, Response, ScriptedModel, ToolOutput, tool
+from agent import Agent, Response, RetryPolicy, ScriptedModel, ToolOutput, tool
 from eventlog import EventTypes, Session, Usage, open_store
 from recovery import repair
 from recovery.testing import AgentRun, random_run
@@ -261,6 +261,8 @@ async def run_failures(session: Session) -> None:
         ),
         Response(text="All four failed.", usage=Usage(input_tokens=120, output_tokens=4)),
     ]
-    agent = Agent(session, ScriptedModel(script), [boom, typed, quota], retry_backoff=0)
+    agent = Agent(
+        session, ScriptedModel(script), [boom, typed, quota], retry=RetryPolicy(initial_delay=0)
+    )
     await agent.prompt("Try everything.", request_id="r1")
     await agent.run_until_idle()

@@ -17,6 +17,7 @@ from agent import (
     ModelRequest,
     OpenTurnError,
     Response,
+    RetryPolicy,
     ScriptedModel,
     TextDelta,
     ToolContext,
@@ -230,7 +231,7 @@ async def test_a_failed_attempt_is_recorded_then_retried(session: Session) -> No
     model = ScriptedModel(
         [Response(text="partial", fail_after=1, error="overloaded"), Response(text="fine")]
     )
-    agent = Agent(session, model, retry_backoff=0)
+    agent = Agent(session, model, retry=RetryPolicy(initial_delay=0))
     agent.followup("go")
     assert await _run(agent) == ["completed"]
     (attempt,) = events_of(session, "assistant/attempt")
@@ -242,7 +243,7 @@ async def test_a_failed_attempt_is_recorded_then_retried(session: Session) -> No
 
 async def test_retries_are_bounded_and_the_turn_ends_error(session: Session) -> None:
     model = ScriptedModel([Response(finish="error", error="boom")] * 3)
-    agent = Agent(session, model, max_retries=2, retry_backoff=0)
+    agent = Agent(session, model, retry=RetryPolicy(max_retries=2, initial_delay=0))
     agent.followup("go")
     assert await _run(agent) == ["error"]
     assert [e.data.error for e in events_of(session, "assistant/attempt")] == ["boom"] * 3

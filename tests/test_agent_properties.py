@@ -12,10 +12,21 @@ import msgspec
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from agent import Agent, Chunk, ModelRequest, Response, ScriptedModel, ToolContext, ToolOutput
+from agent import (
+    Agent,
+    Chunk,
+    ModelRequest,
+    Response,
+    RetryPolicy,
+    ScriptedModel,
+    ToolContext,
+    ToolOutput,
+)
 from eventlog import ToolCallPart, open_store
 from recovery.testing import check_invariants
 from tests.agent_children.support import Probe, Tracker
+
+NO_WAIT = RetryPolicy(initial_delay=0)  # failed and empty attempts are retried at once
 
 
 class _Step(msgspec.Struct, frozen=True):
@@ -81,7 +92,7 @@ def test_any_run_with_any_cancel_point_ends_valid(
         ]
         async with open_store("memory:") as store:
             session = await store.create()
-            agent = Agent(session, ScriptedModel(reply), tools, max_parallel=cap, retry_backoff=0)
+            agent = Agent(session, ScriptedModel(reply), tools, max_parallel=cap, retry=NO_WAIT)
             for probe in tools:
                 probe.agent = agent
             chunks = [0]

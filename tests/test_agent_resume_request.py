@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agent import Agent, ModelError, ModelRequest, Response, ScriptedModel
+from agent import Agent, ModelError, ModelRequest, Response, RetryPolicy, ScriptedModel
 from agent._interrupt import Interrupter
 from agent._scripted import ScriptEntry
 from eventlog import ToolCallPart, open_store
@@ -110,12 +110,16 @@ async def test_retry_after_and_not_retryable_are_followed(
     ]
     async with open_store("memory:") as store:
         session = await store.create()
-        agent = Agent(session, ScriptedModel(script), retry_backoff=0.5, max_retries=3)
+        agent = Agent(
+            session,
+            ScriptedModel(script),
+            retry=RetryPolicy(max_retries=3, initial_delay=0.5, jitter=0),
+        )
         assert await run(agent, "go") == "completed"
-        # The provider's 3 s wins over the 0.5 s back-off; then the back-off doubles.
+        # The provider's 3 s is waited as asked (Retry-After); then the back-off doubles.
         assert pauses == [3.0, 1.0]
         # A refusal is not retried: one attempt, the turn ends error.
         refused = ScriptedModel([raising(ModelError("HTTP 400", retryable=False))])
-        agent = Agent(session, refused, max_retries=3)
+        agent = Agent(session, refused, retry=RetryPolicy(max_retries=3))
         assert await run(agent, "go") == "error"
         assert len(refused.requests) == 1

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agent import Agent, Response, ScriptedModel, tool
+from agent import Agent, Response, RetryPolicy, ScriptedModel, tool
 from agent.models import AnthropicMessages, OpenAIChat
 from eventlog import (
     AttachmentNotFoundError,
@@ -313,7 +313,7 @@ async def test_a_tool_image_is_refused_by_openai_chat(server: LLMServer, store: 
     server.script(Reply(events=openai_events(calls=[("call_1", "chart", '{"name": "sales"}')])))
     session = await store.create(session_id="s")
     async with openai_for(server) as model:
-        agent = Agent(session, model, [chart], store=store, max_retries=3)
+        agent = Agent(session, model, [chart], store=store, retry=RetryPolicy(max_retries=3))
         agent.followup("Chart the sales.")
         with pytest.raises(ValidationError) as caught:
             await agent.run_until_idle()

@@ -12,13 +12,16 @@ from typing import Any
 import anyio
 import pytest
 
-from agent import Agent, ModelError, ModelRequest, ReasoningDelta, tool
+from agent import Agent, ModelError, ModelRequest, ReasoningDelta, RetryPolicy, tool
 from agent.models import AnthropicMessages
 from eventlog import Message, ReasoningPart, Session, TextPart, ToolCallPart, Usage
 from tests.agent_children.support import events_of
 from tests.llm_server import LLMServer, Reply, anthropic_events, anthropic_sse
 
 pytestmark = pytest.mark.anyio
+
+#: The default back-off scaled down 500 times, so tests that retry do not wait for long.
+QUICK = RetryPolicy(initial_delay=0.001, max_delay=0.016)
 
 
 @tool(safe=True)
@@ -141,7 +144,7 @@ async def test_stop_reasons(
 ) -> None:
     server.script(*[Reply(events=anthropic_events(text="partial", stop=stop))] * 3)
     model = model_for(server)
-    assert await run_turn(Agent(session, model), "Go") == outcome
+    assert await run_turn(Agent(session, model, retry=QUICK), "Go") == outcome
     await model.aclose()
     if error is None:
         reply = events_of(session, "assistant/message")[0].data
@@ -157,7 +160,7 @@ async def test_an_error_event_in_the_stream_is_retried(server: LLMServer, sessio
     )
     server.script(Reply(events=events), Reply(events=anthropic_events(text="fine")))
     model = model_for(server)
-    assert await run_turn(Agent(session, model), "Go") == "completed"
+    assert await run_turn(Agent(session, model, retry=QUICK), "Go") == "completed"
     await model.aclose()
     (attempt,) = events_of(session, "assistant/attempt")
     assert attempt.data.error == "ModelError: anthropic: error in the stream: Overloaded"

@@ -14,7 +14,16 @@ from typing import Any
 import anyio
 import pytest
 
-from agent import Agent, Chunk, ModelError, ModelRequest, ReasoningDelta, ToolCallDelta, tool
+from agent import (
+    Agent,
+    Chunk,
+    ModelError,
+    ModelRequest,
+    ReasoningDelta,
+    RetryPolicy,
+    ToolCallDelta,
+    tool,
+)
 from agent.models import OpenAIChat
 from eventlog import Message, Session, Usage
 from tests.agent_children.support import events_of
@@ -22,6 +31,8 @@ from tests.llm_server import LLMServer, Reply, openai_chunk, openai_events, open
 
 pytestmark = pytest.mark.anyio
 
+#: The default back-off scaled down 500 times, so tests that retry do not wait for long.
+QUICK = RetryPolicy(initial_delay=0.001, max_delay=0.016)
 USAGE = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
 
 
@@ -42,6 +53,7 @@ def model_for(server: LLMServer, **options: Any) -> OpenAIChat:
 
 
 async def run_turn(session: Session, model: OpenAIChat, text: str, **options: Any) -> str:
+    options.setdefault("retry", QUICK)
     agent = Agent(session, model, [weather], system="Be brief.", **options)
     agent.followup(text)
     with anyio.fail_after(20):
@@ -228,7 +240,10 @@ async def test_a_400_is_not_retried_and_names_the_provider_message(
 ) -> None:
     refused = {"error": {"message": "'messages' must not be empty", "type": "invalid_request"}}
     server.script(Reply(body=refused, status=400))
-    assert await run_turn(session, model_for(server), "Go", max_retries=3) == "error"
+    assert (
+        await run_turn(session, model_for(server), "Go", retry=RetryPolicy(max_retries=3))
+        == "error"
+    )
     (attempt,) = events_of(session, "assistant/attempt")
     assert attempt.data.error == "ModelError: openai: HTTP 400: 'messages' must not be empty"
     assert len(server.received) == 1

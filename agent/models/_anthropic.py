@@ -57,6 +57,8 @@ class AnthropicMessages(ProviderModel):
         Completions tool result, a media type it does not read): ``"refuse"`` (raise
         :class:`~eventlog.ValidationError` before sending), ``"text"`` (send a short text saying
         what was there) or ``"drop"`` (leave it out); see :func:`projections.to_openai`.
+    :raises AgentConfigError: an argument of the wrong type or value (``client`` must be the
+        SDK's async client; ``base_url`` and ``api_key`` only without one).
     :raises ImportError: the ``anthropic`` package is not installed.
 
     Errors and retries as :class:`~agent.models.OpenAIChat`; an ``error`` event inside the
@@ -69,6 +71,7 @@ class AnthropicMessages(ProviderModel):
     build = staticmethod(anthropic_request)
     streaming = MappingProxyType({"stream": True})
     required = ("model", "max_tokens", "messages", "stream")
+    client_class = "AsyncAnthropic"
     client: AsyncAnthropic
 
     def __init__(

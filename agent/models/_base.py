@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Protocol, Self
 
 from projections import Degrade
 
+from .._checks import check_choice, check_optional_str, check_seconds, check_str, refuse
 from .._model import Chunk, Finish, ModelRequest
 from ._errors import provider_errors
 
@@ -40,16 +41,29 @@ class ProviderModel:
     #: The ``projections`` builder of the provider's body, and the keys that make it stream.
     build: ClassVar[Callable[..., dict[str, Any]]]
     streaming: ClassVar[Mapping[str, Any]]
+    #: The SDK's async client class the adapter takes (``AsyncOpenAI``, ``AsyncAnthropic``).
+    client_class: ClassVar[str]
 
     def __init__(
         self, sdk: Any, model: str, client: Any, timeout: float, degrade: Degrade, **made: Any
     ) -> None:
+        where = type(self).__name__
         self._sdk = sdk
-        self._model = model
-        self.degrade: Degrade = degrade
+        self._model = check_str(where, "model", model)
+        self.degrade: Degrade = check_choice(where, "degrade", degrade, ("refuse", "text", "drop"))  # type: ignore[assignment]
+        check_seconds(where, "timeout", timeout, positive=True)
+        for name, value in made.items():
+            check_optional_str(where, name, value)
         self._owned = client is None
         if client is None:
             client = self._make_client(**made)
+        else:
+            if not isinstance(client, getattr(sdk, self.client_class)):
+                expected = f"an {sdk.__name__}.{self.client_class} (the async client) or None"
+                raise refuse(where, "client", expected, client)
+            given = [name for name, value in made.items() if value is not None]
+            if given:  # they would be silently ignored: the client has its own
+                raise refuse(where, given[0], "None when a client is given", made[given[0]])
         # Every attempt is one request: the agent retries, and logs each failed attempt.
         self.client = client.with_options(timeout=timeout, max_retries=0)
 

@@ -52,7 +52,8 @@ def provider_errors(sdk: Any, provider: str) -> Iterator[None]:
     """Translate ``sdk``'s errors (and a broken stream) into :class:`ModelError`, chained.
 
     429, 408, 409 and 5xx are retryable, with the provider's retry-after; other 4xx are not and
-    carry the provider's message; transport errors and timeouts are retryable.
+    carry the provider's message; transport errors and timeouts are retryable. A response's
+    ``x-should-retry: true`` or ``false`` overrides the status, as the SDKs' own retries obey it.
     """
     import httpx2  # the SDKs' HTTP library: imported with them, never by agent itself
 
@@ -64,6 +65,9 @@ def provider_errors(sdk: Any, provider: str) -> Iterator[None]:
             message = provider_message(exc)
             raise ModelError(f"{provider}: error in the stream: {message}") from exc
         retryable = status in (408, 409, 429) or status >= 500
+        should_retry = exc.response.headers.get("x-should-retry")
+        if should_retry in ("true", "false"):
+            retryable = should_retry == "true"
         raise ModelError(
             f"{provider}: HTTP {status}: {provider_message(exc)}",
             retryable=retryable,

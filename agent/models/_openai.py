@@ -57,6 +57,8 @@ class OpenAIChat(ProviderModel):
         Completions tool result, a media type it does not read): ``"refuse"`` (raise
         :class:`~eventlog.ValidationError` before sending), ``"text"`` (send a short text saying
         what was there) or ``"drop"`` (leave it out); see :func:`projections.to_openai`.
+    :raises AgentConfigError: an argument of the wrong type or value (``client`` must be the
+        SDK's async client; ``base_url`` and ``api_key`` only without one).
     :raises ImportError: the ``openai`` package is not installed.
 
     Every attempt is one HTTP request: the SDK's own retries are off, so the agent retries and
@@ -70,6 +72,7 @@ class OpenAIChat(ProviderModel):
     build = staticmethod(openai_request)
     streaming = MappingProxyType({"stream": True, "stream_options": {"include_usage": True}})
     required = ("model", "messages", "stream")
+    client_class = "AsyncOpenAI"
     client: AsyncOpenAI
 
     def __init__(

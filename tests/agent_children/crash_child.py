@@ -25,6 +25,7 @@ from agent import (
     Agent,
     ModelRequest,
     Response,
+    RetryPolicy,
     ScriptedModel,
     ToolArgumentsError,
     ToolContext,
@@ -93,7 +94,10 @@ async def run(url: str, session_id: str, seed: int, marker: str, ready_fd: int =
     """
     rng = random.Random(seed)
     model = ScriptedModel(script(rng))
-    options: dict[str, Any] = {"max_parallel": rng.choice([1, 2, 4]), "retry_backoff": 0}
+    options: dict[str, Any] = {
+        "max_parallel": rng.choice([1, 2, 4]),
+        "retry": RetryPolicy(initial_delay=0),
+    }
     async with open_store(url) as store:
         try:
             agent = await Agent.resume(store, session_id, model, [Work(marker)], **options)
