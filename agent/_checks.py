@@ -13,11 +13,13 @@ from typing import Any
 from eventlog._strict import DEFAULT_MAX_NESTING, find_invalid
 
 from ._errors import AgentConfigError
+from ._model import Model
 
 __all__ = (
     "check_callable",
     "check_choice",
     "check_count",
+    "check_model",
     "check_optional_str",
     "check_params",
     "check_seconds",
@@ -66,11 +68,25 @@ def check_count(where: str, name: str, value: object, minimum: int) -> int:
 
 def check_seconds(where: str, name: str, value: object, *, positive: bool = False) -> float:
     """A finite real number of seconds, ``>= 0`` (``> 0`` when ``positive``)."""
-    seconds = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else -1
+    seconds = -1.0
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value) if abs(value) < 1e300 else math.inf  # a huge int: no OverflowError
     if not math.isfinite(seconds) or seconds < 0 or (positive and seconds == 0):
         bound = "> 0" if positive else ">= 0"
         raise refuse(where, name, f"a finite number of seconds {bound}", value)
     return seconds
+
+
+def check_model(where: str, model: object) -> Model:
+    """Something with a string ``name`` and a ``stream`` method (the :class:`~agent.Model`
+    protocol)."""
+    expected = "a Model (a string `name` and a `stream(request)` method, e.g. OpenAIChat)"
+    if not callable(getattr(model, "stream", None)):
+        raise refuse(where, "model", expected, model)
+    name = getattr(model, "name", None)
+    if not isinstance(name, str):
+        raise refuse(where, "model", expected + f"; its name is {described(name)}", model)
+    return model  # type: ignore[return-value]
 
 
 def check_callable(where: str, name: str, value: object, expected: str) -> Callable[..., Any]:

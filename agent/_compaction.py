@@ -38,6 +38,7 @@ from eventlog import (
 )
 from projections import timeline
 
+from ._checks import check_callable, check_count, check_model, check_str
 from ._errors import CompactionError
 from ._model import Finish, Model, ModelError, ModelRequest, TextDelta
 
@@ -83,12 +84,20 @@ class AutoCompaction:
 
     :ivar trigger_tokens: compact when the surface is priced above this.
     :ivar retain_tokens: keep at least this many of the newest tokens.
+    :raises AgentConfigError: an argument of the wrong type or out of range.
     """
 
     summarizer: Summarizer
     trigger_tokens: int
     retain_tokens: int
     count_tokens: Callable[[Message], int] = estimate_tokens
+
+    def __post_init__(self) -> None:
+        where = "AutoCompaction"
+        check_callable(where, "summarizer", self.summarizer, "an async function of messages")
+        check_count(where, "trigger_tokens", self.trigger_tokens, 0)
+        check_count(where, "retain_tokens", self.retain_tokens, 0)
+        check_callable(where, "count_tokens", self.count_tokens, "a function of a message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +259,10 @@ def model_summarizer(
     """A :data:`Summarizer` that asks ``model`` (the shadowed messages, then ``instruction``).
 
     :raises ModelError: (from the summarizer) the model failed or did not finish with ``stop``.
+    :raises AgentConfigError: ``model`` is not a :class:`Model` or ``instruction`` not a string.
     """
+    check_model("model_summarizer", model)
+    check_str("model_summarizer", "instruction", instruction)
 
     async def summarize(shadowed: Sequence[Message]) -> str:
         request = ModelRequest(messages=(*shadowed, Message.user(instruction)), model=model.name)

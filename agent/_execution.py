@@ -50,6 +50,7 @@ from recovery import (
 )
 
 from ._attachments import AttachmentCache
+from ._checks import check_count, refuse
 from ._tools import Tool, Toolbox, ToolContext, ToolOutput, as_output
 
 __all__ = (
@@ -105,7 +106,8 @@ class ToolExecutor:
     :param max_parallel: at most this many safe calls in flight (>= 1).
     :param attachments: stores the images and files a tool returns inline as attachments
         before their result (or outcome) is committed; without it they stay inline.
-    :raises ValueError: (at construction) ``max_parallel`` is not a positive integer.
+    :raises AgentConfigError: (at construction) ``toolbox`` is not a :class:`Toolbox` or
+        ``max_parallel`` not a positive integer.
     """
 
     def __init__(
@@ -119,8 +121,9 @@ class ToolExecutor:
         max_parallel: int = 10,
         attachments: AttachmentCache | None = None,
     ) -> None:
-        if type(max_parallel) is not int or max_parallel < 1:
-            raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+        if not isinstance(toolbox, Toolbox):
+            raise refuse("ToolExecutor", "toolbox", "a Toolbox", toolbox)
+        check_count("ToolExecutor", "max_parallel", max_parallel, 1)
         self.session = session
         self.toolbox = toolbox
         self.turn = turn

@@ -11,13 +11,13 @@ from typing import Any
 
 from eventlog import Session, Store
 
-from ._checks import check_count, check_optional_str, check_params, check_str, described, refuse
+from ._checks import check_count, check_model, check_optional_str, check_params, check_str, refuse
 from ._compaction import AutoCompaction
 from ._model import Model
 from ._retry import RetryPolicy
 from ._tools import Body, Tool, Toolbox
 
-__all__ = ("AgentOptions", "agent_options", "check_model", "check_session")
+__all__ = ("AgentOptions", "agent_options", "check_session")
 
 _WHERE = "Agent"
 
@@ -48,18 +48,6 @@ def check_session(session: object) -> Session:
     return session
 
 
-def check_model(model: object) -> Model:
-    """Something with a string ``name`` and a ``stream`` method (the :class:`~agent.Model`
-    protocol)."""
-    expected = "a Model (a string `name` and a `stream(request)` method, e.g. OpenAIChat)"
-    if not callable(getattr(model, "stream", None)):
-        raise refuse(_WHERE, "model", expected, model)
-    name = getattr(model, "name", None)
-    if not isinstance(name, str):
-        raise refuse(_WHERE, "model", expected + f"; its name is {described(name)}", model)
-    return model  # type: ignore[return-value]
-
-
 def agent_options(
     model: Model,
     tools: Iterable[Tool | Body] = (),
@@ -78,7 +66,7 @@ def agent_options(
 
     :raises AgentConfigError: an argument of the wrong type or out of range.
     """
-    model = check_model(model)
+    model = check_model(_WHERE, model)
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise refuse(_WHERE, "retry", "a RetryPolicy or None", retry)
     if compaction is not None and not isinstance(compaction, AutoCompaction):

@@ -16,6 +16,7 @@ import anyio
 
 from eventlog import ToolCallPart, Usage
 
+from ._checks import check_str, refuse
 from ._model import (
     Chunk,
     Finish,
@@ -95,6 +96,8 @@ class ScriptedModel:
     :param script: the entries, or one function called for every request.
     :ivar requests: every request received, in order (what the model was shown).
     :raises ModelError: (from ``stream``) when the script is exhausted.
+    :raises AgentConfigError: ``script`` is not a sequence of responses (or functions returning
+        one) nor one function, or ``name`` is not a string.
     """
 
     def __init__(
@@ -103,8 +106,18 @@ class ScriptedModel:
         *,
         name: str = "scripted",
     ) -> None:
+        where = "ScriptedModel"
+        if isinstance(script, str | bytes) or not (
+            callable(script) or isinstance(script, Sequence)
+        ):
+            raise refuse(where, "script", "a sequence of responses, or a function", script)
+        if not callable(script):
+            for n, entry in enumerate(script):
+                if not isinstance(entry, Response) and not callable(entry):
+                    expected = "a Response, or a function of the request returning one"
+                    raise refuse(where, f"script[{n}]", expected, entry)
         self._script = script
-        self._name = name
+        self._name = check_str(where, "name", name)
         self.requests: list[ModelRequest] = []
 
     @property
