@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from eventlog._strict import DEFAULT_MAX_NESTING, find_invalid
+from eventlog import DEFAULT_MAX_NESTING, find_invalid
 
 from ._errors import AgentConfigError
 from ._model import Model

@@ -43,6 +43,7 @@ from ._prefix import PrefixView
 from ._registry import EventTypes
 from ._session import EventsView, Session
 from ._snapshot_state import SnapshotState, register_snapshot_state
+from ._strict import DEFAULT_MAX_NESTING, find_invalid
 from ._surface import SurfaceIndex, fold_surface
 from ._vocabulary import (
     AssistantAttempt,
@@ -73,6 +74,7 @@ from .stores import SessionInfo, Store, open_store
 
 __all__ = (
     "APPEND",
+    "DEFAULT_MAX_NESTING",
     "Append",
     "AssistantAttempt",
     "AssistantMessage",
@@ -138,6 +140,7 @@ __all__ = (
     "ValidationError",
     "attachment_digest",
     "fold_surface",
+    "find_invalid",
     "new_id",
     "open_store",
     "register_snapshot_state",

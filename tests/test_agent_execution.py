@@ -130,7 +130,7 @@ async def test_max_parallel_one_is_serial(session: Session) -> None:
 
 
 async def test_an_invalid_cap_is_refused(session: Session) -> None:
-    with pytest.raises(ValueError, match="max_parallel must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="max_parallel must be an integer >= 1, got int 0"):
         ToolExecutor(session, Toolbox(), turn=1, step=1, cancel=anyio.Event(), max_parallel=0)
 
 
