@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventlog import DEFAULT_MAX_NESTING, find_invalid
 
 from ._errors import AgentConfigError
-from ._model import Model
+
+if TYPE_CHECKING:  # _model checks its own arguments with these
+    from ._model import Model
 
 __all__ = (
     "check_callable",

@@ -15,6 +15,8 @@ import msgspec
 
 from eventlog import Message, ToolSpec, Usage
 
+from ._checks import refuse
+
 __all__ = (
     "Chunk",
     "Finish",
@@ -93,8 +95,11 @@ class ModelError(Exception):
         5xx are; a 4xx refusal of the request is not, and the agent ends the turn ``error``
         without retrying it).
     :ivar retry_after: seconds the provider asked to wait before retrying, if it said; the
-        agent waits at least that long before the next attempt.
+        agent waits that long before the next attempt, unless it is longer than its
+        :class:`~agent.RetryPolicy` allows (then it gives up).
     :ivar status: the provider's HTTP status, when there was a response.
+    :raises AgentConfigError: (building it) ``retryable`` is not a bool, ``retry_after`` not
+        ``None`` or seconds ``>= 0``, or ``status`` not ``None`` or an int.
     """
 
     def __init__(
@@ -105,6 +110,16 @@ class ModelError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ) -> None:
+        if not isinstance(retryable, bool):
+            raise refuse("ModelError", "retryable", "True or False", retryable)
+        if retry_after is not None and not (
+            isinstance(retry_after, int | float)
+            and not isinstance(retry_after, bool)
+            and retry_after >= 0  # NaN: refused; inf: allowed (a policy gives up on it)
+        ):
+            raise refuse("ModelError", "retry_after", "None or seconds >= 0", retry_after)
+        if status is not None and type(status) is not int:
+            raise refuse("ModelError", "status", "None or an HTTP status int", status)
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after

@@ -50,7 +50,7 @@ def check_session(session: object) -> Session:
 
 def agent_options(
     model: Model,
-    tools: Iterable[Tool | Body] = (),
+    tools: Iterable[Tool | Body] | None = (),
     *,
     system: str = "",
     params: Mapping[str, Any] | None = None,

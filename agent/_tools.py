@@ -319,13 +319,15 @@ def as_tool(item: object, where: str = "tool") -> Tool:
 class Toolbox:
     """The tools an agent offers, by name, in a stable order.
 
-    :param tools: :class:`Tool` s, or plain functions (each made a tool by :func:`as_tool`).
+    :param tools: :class:`Tool` s, or plain functions (each made a tool by :func:`as_tool`);
+        ``None`` is no tools.
     :param where: what the errors name (the agent passes ``"Agent"``).
     :raises AgentConfigError: (at construction) ``tools`` is not an iterable of tools, one of
         them is not a valid tool, or two tools share a name.
     """
 
-    def __init__(self, tools: Iterable[Tool | Body] = (), *, where: str = "Toolbox") -> None:
+    def __init__(self, tools: Iterable[Tool | Body] | None = (), *, where: str = "Toolbox") -> None:
+        tools = () if tools is None else tools
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
             expected = "an iterable of tools or functions (put a single one in a list)"
             raise refuse(where, "tools", expected, tools)

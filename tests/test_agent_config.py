@@ -22,6 +22,7 @@ from agent import (
     AgentConfigError,
     AutoCompaction,
     FunctionTool,
+    ModelError,
     Response,
     RetryPolicy,
     ScriptedModel,
@@ -269,6 +270,24 @@ def test_the_provider_adapters_check_their_arguments() -> None:
     assert refused(lambda: AnthropicMessages("m", api_key=b"k")) == (  # type: ignore[arg-type]
         "AnthropicMessages: api_key must be a string or None, got bytes b'k'"
     )
+
+
+async def test_no_tools_may_be_said_with_none(session: Session) -> None:
+    assert len(Agent(session, ScriptedModel([]), None).toolbox) == 0
+
+
+def test_a_model_error_checks_its_advice() -> None:
+    # A Model raising ModelError with advice of the wrong type learns it there, not mid-retry.
+    assert refused(lambda: ModelError("busy", retry_after="5")) == (  # type: ignore[arg-type]
+        "ModelError: retry_after must be None or seconds >= 0, got str '5'"
+    )
+    assert refused(lambda: ModelError("busy", retryable=1)) == (  # type: ignore[arg-type]
+        "ModelError: retryable must be True or False, got int 1"
+    )
+    assert "retry_after must be None or seconds >= 0, got float nan" in refused(
+        lambda: ModelError("busy", retry_after=math.nan)
+    )
+    assert ModelError("busy", retry_after=math.inf).retry_after == math.inf  # a policy gives up
 
 
 def test_the_scripted_model_compaction_and_policy_check_their_arguments() -> None:
