@@ -174,7 +174,9 @@ class Agent:
         :raises AgentConfigError: an argument of the wrong type or out of range; raised before
             the session is opened, so nothing is repaired or held.
         """
-        agent_options(model, tools, **{"store": store, **options})  # refuse before touching it
+        # Refuse bad arguments before touching the session; the tools are taken once (they
+        # may come from a generator).
+        toolbox = agent_options(model, tools, **{"store": store, **options}).toolbox
         session = await store.open(session_id, wait=wait)
         try:
             report = await repair(session)
@@ -184,7 +186,7 @@ class Agent:
                 if value is not None:
                     options.setdefault(name, value)
             options.setdefault("store", store)
-            agent = cls(session, model, tools, **options)
+            agent = cls(session, model, toolbox, **options)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await session.aclose()

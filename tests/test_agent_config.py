@@ -183,8 +183,10 @@ async def test_resume_refuses_bad_arguments_before_touching_the_session(tmp_path
             await Agent.resume(store, "s", ScriptedModel([]), max_retries=3)
         assert (db.read_bytes(), await store.list()) == before  # the same head: no repair
         # The session is free: a resume with good arguments takes it and repairs the turn.
-        agent = await Agent.resume(store, "s", ScriptedModel([]), wait=0)
+        tools = (t for t in [forecast])  # taken once, though checked before the open
+        agent = await Agent.resume(store, "s", ScriptedModel([]), tools, wait=0)
         assert agent.repair_report is not None and agent.repair_report.appended
+        assert [t.name for t in agent.toolbox] == ["forecast"]
         await agent.session.aclose()
 
 
