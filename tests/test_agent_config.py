@@ -262,8 +262,13 @@ def test_the_provider_adapters_check_their_arguments() -> None:
         "OpenAIChat: degrade must be one of 'refuse', 'text', 'drop', got str 'skip'"
     )
     assert refused(lambda: OpenAIChat("m", client=openai.OpenAI(api_key="k"))).startswith(  # type: ignore[arg-type]
-        "OpenAIChat: client must be an openai.AsyncOpenAI (the async client) or None, got OpenAI"
+        "OpenAIChat: client must be an async client (openai.AsyncOpenAI) or None, got OpenAI"
     )
+    # A subclass of the async client (Azure's) is one.
+    azure = openai.AsyncAzureOpenAI(
+        api_key="k", api_version="2024-10-21", azure_endpoint="https://example.invalid"
+    )
+    assert OpenAIChat("m", client=azure).client.base_url.host == "example.invalid"
     async_client = anthropic.AsyncAnthropic(api_key="k")
     assert (
         refused(lambda: AnthropicMessages("m", client=async_client, base_url="http://elsewhere"))

@@ -71,7 +71,7 @@ class AnthropicMessages(ProviderModel):
     build = staticmethod(anthropic_request)
     streaming = MappingProxyType({"stream": True})
     required = ("model", "max_tokens", "messages", "stream")
-    client_class = "AsyncAnthropic"
+    client_classes = ("AsyncAnthropic", "AsyncAnthropicBedrock", "AsyncAnthropicVertex")
     client: AsyncAnthropic
 
     def __init__(

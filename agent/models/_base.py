@@ -41,8 +41,9 @@ class ProviderModel:
     #: The ``projections`` builder of the provider's body, and the keys that make it stream.
     build: ClassVar[Callable[..., dict[str, Any]]]
     streaming: ClassVar[Mapping[str, Any]]
-    #: The SDK's async client class the adapter takes (``AsyncOpenAI``, ``AsyncAnthropic``).
-    client_class: ClassVar[str]
+    #: The SDK's async client classes the adapter takes (``AsyncOpenAI`` and its Azure
+    #: subclass; ``AsyncAnthropic`` and the Bedrock and Vertex ones), by name.
+    client_classes: ClassVar[tuple[str, ...]]
 
     def __init__(
         self, sdk: Any, model: str, client: Any, timeout: float, degrade: Degrade, **made: Any
@@ -58,8 +59,12 @@ class ProviderModel:
         if client is None:
             client = self._make_client(**made)
         else:
-            if not isinstance(client, getattr(sdk, self.client_class)):
-                expected = f"an {sdk.__name__}.{self.client_class} (the async client) or None"
+            classes = tuple(
+                getattr(sdk, name) for name in self.client_classes if hasattr(sdk, name)
+            )
+            if not isinstance(client, classes):
+                names = " or ".join(f"{sdk.__name__}.{name}" for name in self.client_classes)
+                expected = f"an async client ({names}) or None"
                 raise refuse(where, "client", expected, client)
             given = [name for name, value in made.items() if value is not None]
             if given:  # they would be silently ignored: the client has its own

@@ -72,7 +72,7 @@ class OpenAIChat(ProviderModel):
     build = staticmethod(openai_request)
     streaming = MappingProxyType({"stream": True, "stream_options": {"include_usage": True}})
     required = ("model", "messages", "stream")
-    client_class = "AsyncOpenAI"
+    client_classes = ("AsyncOpenAI",)  # AsyncAzureOpenAI is one
     client: AsyncOpenAI
 
     def __init__(
