@@ -147,8 +147,13 @@ class FunctionTool:
             name = getattr(fn, "__name__", None)
             if not isinstance(name, str):
                 raise refuse("tool", "name", "given for a callable without a __name__", name)
-        self.name = check_tool_name(f"tool {fn!r}", name)
+        self.name = check_tool_name(f"tool {getattr(fn, '__qualname__', None) or fn!r}", name)
         where = f"tool {self.name!r}"
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise AgentConfigError(
+                f"{where}: a generator function cannot be a tool body (it must return its "
+                "result, not yield it)"
+            )
         description = check_optional_str(where, "description", description)
         self.description = description if description is not None else inspect.getdoc(fn) or ""
         if not isinstance(safe, bool) and not callable(safe):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -119,8 +119,9 @@ async def test_the_agent_refuses_what_is_not_a_session_or_a_model(session: Sessi
         ),
         ([forecast, forecast], "Agent: two tools are named 'forecast'"),
         (
-            [lambda city: city],
-            "tool <function",  # a lambda has no name the providers accept
+            [lambda city: city],  # a lambda has no name the providers accept
+            "tool '<lambda>': the tool name must be 1 to 64 letters, digits, '_' or '-', got "
+            "str '<lambda>'",
         ),
     ],
     ids=["a-function-not-in-a-list", "a-string", "a-number", "a-duplicate", "a-lambda"],
@@ -212,9 +213,17 @@ def test_tool_refuses_what_cannot_be_a_tool() -> None:
     assert refused(lambda: tool(functools.partial(forecast))) == (
         "tool: name must be given for a callable without a __name__, got NoneType None"
     )
-    assert refused(lambda: tool(forecast, name="get weather")).startswith("tool <function forecast")
-    assert "the tool name must be 1 to 64 letters, digits, '_' or '-', got str 'get weather'" in (
-        refused(lambda: tool(forecast, name="get weather"))
+    assert refused(lambda: tool(forecast, name="get weather")) == (
+        "tool 'forecast': the tool name must be 1 to 64 letters, digits, '_' or '-', got str "
+        "'get weather'"
+    )
+
+    async def stream_lines() -> AsyncIterator[str]:
+        yield "line"
+
+    assert refused(lambda: tool(stream_lines)) == (  # type: ignore[arg-type]
+        "tool 'stream_lines': a generator function cannot be a tool body (it must return its "
+        "result, not yield it)"
     )
     assert refused(lambda: tool(spread)) == (
         "tool 'spread': parameter 'names' cannot be passed by name (the model sends a JSON "
