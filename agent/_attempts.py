@@ -99,8 +99,9 @@ class StepAttempts:
             delay = self.policy.delay(retries, outcome.retry_after) if outcome.retryable else None
             if delay is None:
                 logger.warning(
-                    "agent: session %r turn %d step %d: attempt %d failed, not retried: %s",
+                    "agent: session %r turn %d step %d: attempt %d failed (%s); %s",
                     self.session.id, self.turn, self.step, retries, outcome.error,
+                    self._why_not(outcome, retries),
                     extra={"attempt": retries, "retry_delay": None},
                 )  # fmt: skip
                 return Settled("error")
@@ -110,6 +111,17 @@ class StepAttempts:
                 extra={"attempt": retries, "retry_delay": delay},
             )  # fmt: skip
             await self.interrupter.pause(delay)
+
+    def _why_not(self, failure: _Failure, retries: int) -> str:
+        """Why the policy gave up on ``failure``, for the log."""
+        if not failure.retryable:
+            return "not retryable, the turn ends error"
+        if retries > self.policy.max_retries:
+            return f"{self.policy.max_retries} retries spent, the turn ends error"
+        return (
+            f"the server asked to wait {failure.retry_after:g} s, more than the policy's "
+            f"max_retry_after of {self.policy.max_retry_after:g} s: the turn ends error"
+        )
 
     async def _attempt(self, request: ModelRequest) -> Settled | _Failure:
         """One attempt: its reply committed, or why it failed (for the caller to record)."""

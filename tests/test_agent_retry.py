@@ -146,6 +146,7 @@ async def test_a_server_that_went_away_is_retried_with_back_off_then_the_turn_en
                       "attempts failed)"] * 3  # fmt: skip
     # Waits of 0.005 s and 0.01 s less 12.5 % jitter, then the agent gave up.
     assert chosen_delays(caplog) == [0.004375, 0.00875, None]
+    assert caplog.records[-1].getMessage().endswith("; 2 retries spent, the turn ends error")
     assert elapsed >= 0.004375 + 0.00875
     assert events_of(session, "turn/end")[0].data.reason == "error"
 
@@ -182,6 +183,14 @@ async def test_a_retry_after_longer_than_the_policy_allows_is_not_waited(
     with anyio.fail_after(5):
         assert await run_turn(session, server.url, SMALL) == "error"
     assert chosen_delays(caplog) == [None]
+    assert (
+        caplog.records[-1]
+        .getMessage()
+        .endswith(
+            "the server asked to wait 600 s, more than the policy's max_retry_after of 120 s: the "
+            "turn ends error"
+        )
+    )
     assert len(server.received) == 1
 
 
