@@ -14,6 +14,7 @@ ends with the ``eventlog`` commands that look at the run. Children:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -301,15 +302,35 @@ def _look_at_it(database: Path, at: int) -> str:
     """The closing lines: where the database is kept and the commands that look at the run
     (``replay --at`` shows what the model saw right after recovery)."""
     db = f"sqlite:///{database}"
+    command = _eventlog_command()
     return "\n".join(
         [
             f"\n== Look at the run yourself (the database is kept: {database}) ==",
-            f"  eventlog --db {db} audit {SESSION}",
-            f"  eventlog --db {db} replay {SESSION} --at {at}",
-            f"  eventlog --db {db} show {SESSION}",
-            f"  eventlog --db {db} serve      # the timeline in a browser (extra: web)",
+            f"  {command} --db {db} audit {SESSION}",
+            f"  {command} --db {db} replay {SESSION} --at {at}",
+            f"  {command} --db {db} show {SESSION}",
+            f"  {command} --db {db} serve      # the timeline in a browser (extra: web)",
         ]
     )
+
+
+def _eventlog_command() -> str:
+    """How to call the ``eventlog`` command of *this* interpreter from the user's shell.
+
+    ``make demo`` runs in the project's virtualenv, which the user's shell has usually not
+    activated: a bare ``eventlog`` would then be "command not found", or someone else's. So the
+    bare name is printed only when the shell's ``PATH`` finds this very script; otherwise its
+    path (relative to the working directory when it lies below it)."""
+    script = Path(sys.executable).parent / "eventlog"
+    found = shutil.which("eventlog")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "eventlog"
+    if not script.exists():
+        return f"{sys.executable} -m eventlog"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 if __name__ == "__main__":

@@ -86,3 +86,21 @@ def test_the_own_model_block_is_a_model() -> None:
             return messages(agent.session)[-1].text
 
     assert anyio.run(scenario) == "ping"
+
+
+def _marked_blocks(text: str) -> dict[str, str]:
+    return dict(re.findall(r"<!-- ([\w-]+):.*?-->\s*```python\n(.*?)```", text, re.S))
+
+
+def test_the_docs_pages_show_the_blocks_the_readme_tests_run() -> None:
+    # The guides under docs/ repeat the README's runnable blocks; the tests run the README's
+    # copy, so each guide's copy must be the same text, or a guide could drift into code that
+    # no longer runs.
+    readme = _marked_blocks(README.read_text())
+    compared = 0
+    for page in sorted((README.parent / "docs").glob("*.md")):
+        for marker, code in _marked_blocks(page.read_text()).items():
+            assert marker in readme, f"{page.name} shows a {marker} block the README does not run"
+            assert code == readme[marker], f"{page.name}'s {marker} block differs from the README's"
+            compared += 1
+    assert compared >= 4  # the LangGraph, Agents SDK, real-model and own-model guides

@@ -20,5 +20,5 @@ def optional(module: str, extra: str, what: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise CliError(
-            f"{what} needs the {extra} extra: pip install 'eventlog[{extra}]' ({exc})"
+            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' ({exc})"
         ) from None

@@ -9,7 +9,7 @@
   invariant of a session (seq contiguity, balanced turns and steps, every tool call answered
   exactly once, provider-valid messages, projections equal to a rebuild).
 
-It needs hypothesis (``pip install 'eventlog[testing]'``).
+It needs hypothesis (``pip install 'agent-eventlog[testing]'``).
 
 Property-testing your own agent's crash recovery: crash it at every write, restart, resume,
 check. Replace ``run.play(session)`` with your agent driving the session, and ``repair`` with
