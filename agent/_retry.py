@@ -58,7 +58,11 @@ class RetryPolicy:
 
     def delay(self, retry: int, retry_after: float | None = None) -> float | None:
         """Seconds to wait before retry number ``retry`` (1 for the first), or ``None`` when the
-        policy gives up (retries spent, or a ``retry_after`` longer than ``max_retry_after``)."""
+        policy gives up (retries spent, or a ``retry_after`` longer than ``max_retry_after``).
+
+        :raises AgentConfigError: ``retry`` is not an integer >= 1.
+        """
+        check_count("RetryPolicy.delay", "retry", retry, 1)
         if retry > self.max_retries:
             return None
         if retry_after is not None and retry_after > 0:  # NaN compares false: backed off

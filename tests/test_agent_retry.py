@@ -77,6 +77,10 @@ def test_back_off_doubles_up_to_the_cap_less_the_jitter() -> None:
     for n in range(1, 3):
         delay = RetryPolicy().delay(n)
         assert delay is not None and 0.375 * 2 ** (n - 1) <= delay <= 0.5 * 2 ** (n - 1)
+    with pytest.raises(
+        AgentConfigError, match=r"RetryPolicy\.delay: retry must be an integer >= 1"
+    ):
+        calm.delay(0)
     # A policy of many retries does not overflow.
     assert RetryPolicy(max_retries=5000, random=lambda: 0.0).delay(5000) == 8.0
 
