@@ -23,7 +23,7 @@ import msgspec
 
 from eventlog import FilePart, ImagePart, ResultPart, Session, TextPart, ToolSpec
 
-from ._checks import check_callable, check_optional_str, check_tool_name, refuse
+from ._checks import check_callable, check_optional_str, check_tool_name, described, refuse
 from ._errors import AgentConfigError
 
 __all__ = (
@@ -112,9 +112,14 @@ Body = Callable[..., Awaitable[Returned] | Returned]
 
 def as_output(result: object) -> ToolOutput:
     """``result`` as a :class:`ToolOutput`: parts (one, or a sequence of text, image and file
-    parts) become its content as a tuple; anything else but an output becomes its ``str``."""
+    parts) become its content as a tuple; anything else but an output becomes its ``str``.
+
+    :raises TypeError: ``result`` is a :class:`ToolOutput` whose fields have the wrong types
+        (msgspec does not check them when it is built); the executor answers the call with
+        a ``TOOL_FAILED`` error result saying so, as for a body that raised.
+    """
     if isinstance(result, ToolOutput):
-        return result
+        return _checked(result)
     if isinstance(result, TextPart | ImagePart | FilePart):
         return ToolOutput(content=(result,))
     if (
@@ -125,6 +130,33 @@ def as_output(result: object) -> ToolOutput:
     ):
         return ToolOutput(content=tuple(result))
     return ToolOutput(content=str(result))
+
+
+def _checked(output: ToolOutput) -> ToolOutput:
+    """``output`` with a content sequence as a tuple, or a ``TypeError`` naming the bad field."""
+    content = output.content
+    if isinstance(content, Sequence) and not isinstance(content, str | tuple):
+        content = tuple(content)
+    parts_ok = isinstance(content, tuple) and all(
+        isinstance(p, TextPart | ImagePart | FilePart) for p in content
+    )
+    if not isinstance(content, str) and not parts_ok:
+        raise TypeError(
+            "the tool returned a ToolOutput whose content must be a string or a sequence of "
+            f"text, image and file parts, got {described(output.content)}"
+        )
+    for name in ("is_error", "concludes_turn"):
+        if not isinstance(getattr(output, name), bool):
+            raise TypeError(
+                f"the tool returned a ToolOutput whose {name} must be True or False, got "
+                f"{described(getattr(output, name))}"
+            )
+    if output.error_code is not None and not isinstance(output.error_code, str):
+        raise TypeError(
+            "the tool returned a ToolOutput whose error_code must be a string or None, got "
+            f"{described(output.error_code)}"
+        )
+    return output if content is output.content else msgspec.structs.replace(output, content=content)
 
 
 class FunctionTool:

@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 from agent import (
+    TOOL_FAILED,
     Agent,
     AgentConfigError,
     AutoCompaction,
@@ -28,11 +29,12 @@ from agent import (
     ScriptedModel,
     Toolbox,
     ToolExecutor,
+    ToolOutput,
     model_summarizer,
     tool,
 )
 from agent.models import AnthropicMessages, OpenAIChat
-from eventlog import Session, StepStart, TurnStart, open_store
+from eventlog import Session, StepStart, ToolError, TurnStart, open_store
 from tests.agent_children.support import events_of
 
 pytestmark = pytest.mark.anyio
@@ -329,4 +331,39 @@ def test_the_scripted_model_compaction_and_policy_check_their_arguments() -> Non
     )
     assert refused(lambda: RetryPolicy(max_retries=1.5)).startswith(  # type: ignore[arg-type]
         "RetryPolicy: max_retries must be an integer >= 0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("output", "why"),
+    [
+        (
+            ToolOutput(content=5),  # type: ignore[arg-type]
+            "content must be a string or a sequence of text, image and file parts, got int 5",
+        ),
+        (ToolOutput(content="x", is_error="no"), "is_error must be True or False, got str 'no'"),  # type: ignore[arg-type]
+        (
+            ToolOutput(content="x", is_error=True, error_code=7),  # type: ignore[arg-type]
+            "error_code must be a string or None, got int 7",
+        ),
+    ],
+)
+async def test_a_malformed_tool_output_is_a_failed_call_not_a_broken_turn(
+    session: Session, output: ToolOutput, why: str
+) -> None:
+    # msgspec does not check a Struct's fields when it is built: the body's bad output is
+    # answered as a failed call, and the turn goes on.
+    def bad() -> ToolOutput:
+        """Returns a malformed output."""
+        return output
+
+    model = ScriptedModel([Response(tool_calls=[("bad", "{}")]), Response(text="It failed.")])
+    agent = Agent(session, model, [bad])
+    agent.followup("Go")
+    with anyio.fail_after(10):
+        assert [o.reason for o in await agent.run_until_idle()] == ["completed"]
+    (result,) = events_of(session, "tool/result")
+    assert result.data.error == ToolError(name="TypeError", code=TOOL_FAILED)
+    assert result.data.message.tool_results[0].content == (
+        f"TypeError: the tool returned a ToolOutput whose {why}"
     )
