@@ -208,6 +208,10 @@ class ToolExecutor:
             return tool, tool.decode(call.arguments)
         except ValueError as exc:  # ToolArgumentsError, or a decoder's own ValueError
             return _error_output(str(exc), "ToolArgumentsError", INVALID_ARGUMENTS)
+        except Exception as exc:  # a custom decoder that broke: the call is not run either
+            logger.exception("agent: decode of tool %r failed", call.name)
+            text = f"the arguments could not be decoded: {type(exc).__name__}: {exc}"
+            return _error_output(text, "ToolArgumentsError", INVALID_ARGUMENTS)
 
     @staticmethod
     def _is_safe(tool: Tool, args: object) -> bool:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any
 
 import anyio
@@ -18,6 +19,7 @@ import msgspec
 import pytest
 
 from agent import (
+    INVALID_ARGUMENTS,
     TOOL_FAILED,
     Agent,
     AgentConfigError,
@@ -366,4 +368,32 @@ async def test_a_malformed_tool_output_is_a_failed_call_not_a_broken_turn(
     assert result.data.error == ToolError(name="TypeError", code=TOOL_FAILED)
     assert result.data.message.tool_results[0].content == (
         f"TypeError: the tool returned a ToolOutput whose {why}"
+    )
+
+
+async def test_a_custom_decoder_that_breaks_answers_the_call_invalid(session: Session) -> None:
+    # A Tool of one's own whose decode raises something other than a ValueError.
+    class Fragile:
+        name = "fragile"
+        description = "breaks on decode"
+        parameters: Mapping[str, Any] = MappingProxyType({"type": "object"})
+
+        def decode(self, arguments: str) -> Any:
+            raise KeyError("path")
+
+        def is_concurrency_safe(self, args: Any) -> bool:
+            return True
+
+        async def call(self, args: Any, context: Any) -> ToolOutput:
+            raise AssertionError("never run")
+
+    model = ScriptedModel([Response(tool_calls=[("fragile", "{}")]), Response(text="Broken.")])
+    agent = Agent(session, model, [Fragile()])
+    agent.followup("Go")
+    with anyio.fail_after(10):
+        assert [o.reason for o in await agent.run_until_idle()] == ["completed"]
+    (result,) = events_of(session, "tool/result")
+    assert result.data.error == ToolError(name="ToolArgumentsError", code=INVALID_ARGUMENTS)
+    assert result.data.message.tool_results[0].content == (
+        "the arguments could not be decoded: KeyError: 'path'"
     )
