@@ -16,6 +16,7 @@ How a reply settles depends on how the stream ended:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import get_args
 
 from eventlog import (
     Message,
@@ -28,7 +29,8 @@ from eventlog import (
     Usage,
 )
 
-from ._model import Chunk, Finish, ReasoningDelta, TextDelta, ToolCallDelta
+from ._checks import described
+from ._model import Chunk, Finish, FinishKind, ModelError, ReasoningDelta, TextDelta, ToolCallDelta
 
 __all__ = ("Assembler", "Reply")
 
@@ -104,9 +106,17 @@ class Assembler:
         self.finish: Finish | None = None
 
     def feed(self, chunk: Chunk) -> None:
-        """Add one chunk; a chunk after the finish is ignored."""
+        """Add one chunk; a chunk after the finish is ignored.
+
+        :raises ModelError: (not retryable) ``chunk`` is not a chunk, or one with fields of the
+            wrong type (msgspec does not check them when it is built): the model broke the
+            :class:`~agent.Model` contract, and the attempt fails saying how.
+        """
         if self.finish is not None:
             return
+        why = _malformed(chunk)
+        if why is not None:
+            raise ModelError(f"the model yielded {described(chunk)}: {why}", retryable=False)
         if isinstance(chunk, TextDelta | ReasoningDelta):
             self._run(chunk)
         elif isinstance(chunk, ToolCallDelta):
@@ -180,6 +190,34 @@ class Assembler:
             content=tuple(parts),
             source=MessageSource(kind="model"),
         )
+
+
+_FINISH_KINDS = frozenset(get_args(FinishKind))
+
+
+def _malformed(chunk: object) -> str | None:
+    """What is wrong with ``chunk`` as a chunk, or ``None``."""
+    if isinstance(chunk, TextDelta):
+        ok = isinstance(chunk.text, str)
+    elif isinstance(chunk, ReasoningDelta):
+        ok = isinstance(chunk.text, str) and all(
+            v is None or isinstance(v, str) for v in (chunk.signature, chunk.redacted)
+        )
+    elif isinstance(chunk, ToolCallDelta):
+        ok = (
+            type(chunk.index) is int
+            and isinstance(chunk.arguments, str)
+            and all(v is None or isinstance(v, str) for v in (chunk.id, chunk.name))
+        )
+    elif isinstance(chunk, Finish):
+        ok = (
+            chunk.kind in _FINISH_KINDS
+            and (chunk.usage is None or isinstance(chunk.usage, Usage))
+            and (chunk.error is None or isinstance(chunk.error, str))
+        )
+    else:
+        return "not a chunk (TextDelta, ReasoningDelta, ToolCallDelta or Finish)"
+    return None if ok else "a field of the wrong type"
 
 
 def _visible(part: Part) -> bool:

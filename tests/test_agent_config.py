@@ -24,11 +24,15 @@ from agent import (
     Agent,
     AgentConfigError,
     AutoCompaction,
+    Chunk,
+    Finish,
     FunctionTool,
     ModelError,
+    ModelRequest,
     Response,
     RetryPolicy,
     ScriptedModel,
+    TextDelta,
     Toolbox,
     ToolExecutor,
     ToolOutput,
@@ -397,3 +401,38 @@ async def test_a_custom_decoder_that_breaks_answers_the_call_invalid(session: Se
     assert result.data.message.tool_results[0].content == (
         "the arguments could not be decoded: KeyError: 'path'"
     )
+
+
+@pytest.mark.parametrize(
+    ("chunk", "said"),
+    [
+        ("hello", "str 'hello': not a chunk (TextDelta, ReasoningDelta, ToolCallDelta or Finish)"),
+        (TextDelta(text=5), "TextDelta TextDelta(text=5): a field of the wrong type"),  # type: ignore[arg-type]
+        (
+            Finish(kind="done"),  # type: ignore[arg-type]
+            "Finish Finish(kind='done', usage=None, error=None): a field of the wrong type",
+        ),
+    ],
+)
+async def test_a_model_that_yields_a_malformed_chunk_fails_its_attempt(
+    session: Session, chunk: Any, said: str
+) -> None:
+    # A Model of one's own that breaks the stream contract: the attempt fails saying how,
+    # it is not retried (the model would do it again), and the turn ends error.
+    class Broken:
+        name = "broken"
+        calls = 0
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+            self.calls += 1
+            yield chunk
+            yield Finish(kind="stop")
+
+    model = Broken()
+    agent = Agent(session, model)
+    agent.followup("Go")
+    with anyio.fail_after(10):
+        assert [o.reason for o in await agent.run_until_idle()] == ["error"]
+    (attempt,) = events_of(session, "assistant/attempt")
+    assert attempt.data.error == f"ModelError: the model yielded {said}"
+    assert model.calls == 1
