@@ -127,10 +127,12 @@ def _is_one_line_json(data: bytes) -> bool:
 
 @dataclass
 class ExportedSession:
-    """One session read back from an export: its record and rows, and where it started."""
+    """One session read back from an export: its record and rows, and where it started
+    (``file`` and ``line``; ``lines[seq]`` is the line of event ``seq``)."""
 
     record: SessionRecord
     line: int
+    file: str = ""
     rows: list[Row] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     attachments: dict[str, bytes] = field(default_factory=dict)
@@ -150,7 +152,7 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
         if isinstance(item, SessionLine):
             if current is not None:
                 yield _complete(current, name)
-            current = ExportedSession(_record(item, name, number), number)
+            current = ExportedSession(_record(item, name, number), number, name)
             continue
         if current is None:
             raise FormatError(f"{name}:{number}: an event line before any session line")
@@ -188,6 +190,12 @@ def _decode(text: bytes, name: str, number: int) -> SessionLine | EventLine | At
         return _decoder.decode(text)
     except msgspec.DecodeError as exc:
         raise FormatError(f"{name}:{number}: not an eventlog export line: {exc}") from None
+    except RecursionError:
+        # Deeper than the decoder's stack reaches: far past what a commit lets a payload or
+        # metadata nest (at most 256 levels).
+        raise FormatError(
+            f"{name}:{number}: not an eventlog export line: JSON nested too deep to read"
+        ) from None
 
 
 def _record(item: SessionLine, name: str, number: int) -> SessionRecord:

@@ -161,6 +161,9 @@ def _decode_line(file: str, number: int, text: str) -> dict[str, Any]:
         value = _decoder.decode(text)
     except msgspec.DecodeError as exc:
         raise DshFormatError(file, number, f"not valid JSON: {exc}") from exc
+    except RecursionError:
+        # Deeper than the decoder's stack reaches: far past what a commit lets a payload nest.
+        raise DshFormatError(file, number, "JSON nested too deep to read") from None
     if not isinstance(value, dict):
         raise DshFormatError(file, number, f"expected a JSON object, got {_kind(value)}")
     return value

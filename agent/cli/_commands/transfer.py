@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 from collections.abc import Iterator
@@ -13,8 +14,16 @@ from typing import IO, Protocol
 import anyio
 import msgspec
 
-from eventlog import EventLogError, SessionNotFoundError, validate_session_id
-from eventlog.stores import GENESIS_HASH, LogLoader, LogStore, rechain, row_digests, verify_rows
+from eventlog import EventLogError, ImportRefusedError, SessionNotFoundError, validate_session_id
+from eventlog.stores import (
+    GENESIS_HASH,
+    Departure,
+    LogStore,
+    check_import,
+    rechain,
+    row_digests,
+    verify_rows,
+)
 
 from .._context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
@@ -168,6 +177,13 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
         help="import the one session under this id (verified under its own, then chained anew "
         "under this one); without it, dsh logs keep the harness's session id when it is free",
     )
+    parser.add_argument(
+        "--accept-departures",
+        action="store_true",
+        help="exit 0 although the import departs from what commits would have written (a dsh "
+        "event not imported as itself, a time raised, an export's time running backwards or "
+        "parent not in the store); each departure is still reported",
+    )
 
 
 async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
@@ -197,23 +213,88 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         raise CliError(f"--as names one session; the files hold {len(sessions)}")
     async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
         # Check everything before writing anything: nothing is half-imported.
-        for exported in sessions:
-            _check(store, exported)
+        departures = await _check_all(store, sessions)
         if new_id is not None:
             sessions = [_renamed(sessions[0], new_id)]
         for exported in sessions:
             await _must_be_new(store, exported.record.id)
+        await _write_all(store, sessions)
+    imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
+    if ctx.out.json_mode:
+        ctx.out.json({"imported": imported, "departures": [text for text, _ in departures]})
+    else:
+        for item in imported:
+            ctx.out.line(f"imported session {item['id']}: {item['events']} events")
+    for text, _ in departures:
+        ctx.out.warn(text)
+    return _exit_for(bool(departures), args)
+
+
+def _exit_for(departed: bool, args: argparse.Namespace) -> int:
+    """Findings when the import departed from the commit-time rules, unless accepted."""
+    return EXIT_FINDINGS if departed and not args.accept_departures else EXIT_OK
+
+
+async def _check_all(
+    store: LogStore, sessions: list[ExportedSession]
+) -> list[tuple[str, Departure]]:
+    """Check every session (the rules of ``create`` and ``append``, see ``check_import``);
+    return each departure with the line it is reported as.
+
+    :raises ImportRefusedError: naming file, line and field; nothing may be imported.
+    """
+    found: list[tuple[str, Departure]] = []
+    ids: set[str] = set()
+    for exported in sessions:
+        sid = exported.record.id
+        if sid in ids:
+            raise CliError(
+                f"{_where(exported, None)}: session {sid!r} is in the files twice; nothing was "
+                "imported"
+            )
+        try:
+            departures = await check_import(
+                store, exported.record, exported.rows, exported.attachments, parents=ids
+            )
+        except ImportRefusedError as exc:
+            raise ImportRefusedError(
+                f"{_where(exported, exc.seq)}: refusing to import: {exc.message}",
+                field=exc.field,
+                session_id=exc.session_id,
+                seq=exc.seq,
+                hint=exc.hint,
+            ) from None
+        ids.add(sid)
+        found += [
+            (f"{_where(exported, d.seq)}: field `{d.field}`: session {sid!r}: {d.reason}", d)
+            for d in departures
+        ]
+    return found
+
+
+def _where(exported: ExportedSession, seq: int | None) -> str:
+    """``file:line`` of event ``seq`` (of the session line when ``None``)."""
+    line = exported.line
+    if seq is not None and 0 <= seq < len(exported.lines):
+        line = exported.lines[seq]
+    return f"{exported.file}:{line}"
+
+
+async def _write_all(store: LogStore, sessions: list[ExportedSession]) -> None:
+    """Store the checked sessions; if one fails, the ones stored before it are deleted again."""
+    written: list[str] = []
+    try:
         for exported in sessions:
             for data in exported.attachments.values():
                 await store.put_attachment(data)
             await store.restore(exported.record, exported.rows)
-    imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
-    if ctx.out.json_mode:
-        ctx.out.json({"imported": imported})
-    else:
-        for item in imported:
-            ctx.out.line(f"imported session {item['id']}: {item['events']} events")
-    return EXIT_OK
+            written.append(exported.record.id)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            for sid in written:
+                with contextlib.suppress(EventLogError):
+                    await store.delete(sid, force=True)
+        raise
 
 
 def _renamed(exported: ExportedSession, new_id: str) -> ExportedSession:
@@ -231,25 +312,6 @@ def _read_export(name: str) -> list[ExportedSession]:
             return list(parse_lines(file, name))
     except FormatError as exc:
         raise CliError(str(exc)) from None
-
-
-def _check(store: LogStore, exported: ExportedSession) -> None:
-    """Verify the chain, decode every event and replay the surface: ``open``'s own loader."""
-    sid = exported.record.id
-    where = f"line {exported.line}"
-    loader = LogLoader(store.types, sid)
-    try:
-        loader.feed(exported.rows)
-    except EventLogError as exc:
-        if exc.seq is not None and 0 <= exc.seq < len(exported.lines):
-            where = f"line {exported.lines[exc.seq]}"
-        raise CliError(f"refusing to import ({where}): {exc}") from None
-    if loader.misfit is not None:
-        # A log append would have refused (a turn opened twice, a step out of order, ...).
-        seq, why = loader.misfit
-        if 0 <= seq < len(exported.lines):
-            where = f"line {exported.lines[seq]}"
-        raise CliError(f"refusing to import ({where}): session {sid!r}, seq {seq}: {why}")
 
 
 async def _must_be_new(store: LogStore, session_id: str) -> None:
@@ -275,7 +337,14 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
     else:
         for report in reports:
             ctx.out.line(report.summary())
-    return EXIT_OK
+    for report in reports:
+        changed = len(report.refused) + len(report.departures)
+        if changed:
+            ctx.out.warn(
+                f"{report.file}: {changed} dsh event(s) not imported as themselves or changed "
+                "on the way in (listed in the report)"
+            )
+    return _exit_for(any(not r.complete for r in reports), args)
 
 
 async def _free_dsh_id(store: LogStore, name: str) -> str | None:
@@ -285,7 +354,15 @@ async def _free_dsh_id(store: LogStore, name: str) -> str | None:
     try:
         header = msgspec.json.decode(_first_line(name))
         harness_id = validate_session_id(header["id"])
-    except (OSError, msgspec.DecodeError, EventLogError, KeyError, TypeError, ValueError):
+    except (
+        OSError,
+        msgspec.DecodeError,
+        EventLogError,
+        KeyError,
+        TypeError,
+        ValueError,
+        RecursionError,
+    ):
         return None
     try:
         await stored_record(store, harness_id)
