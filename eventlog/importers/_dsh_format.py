@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from .._errors import UnsupportedFormatError, ValidationError
+from .._strict import INT64_MAX, check_int
 
 __all__ = (
     "DSH_FORMAT_VERSION",
@@ -185,8 +186,10 @@ def _header(file: str, value: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(value.get("id"), str):
         raise DshFormatError(file, 1, "the session header has no string 'id'")
     created = value.get("createdAt")
-    if type(created) is not int or created < 0:
-        raise DshFormatError(file, 1, "the session header has no non-negative 'createdAt'")
+    if not check_int(created, 0, INT64_MAX):
+        raise DshFormatError(
+            file, 1, "the session header has no 'createdAt' in epoch milliseconds (64 bits)"
+        )
     return value
 
 
@@ -242,7 +245,7 @@ def _check_seq(file: str, number: int, expected: int, seq: Any, key: str) -> Non
 def _time(file: str, number: int, value: Any, key: str) -> int | None:
     if value is None:
         return None
-    if not _is_int(value) or value < 0:
+    if not check_int(value, 0, INT64_MAX):  # what a commit takes as a time
         raise DshFormatError(file, number, f"'{key}' {value!r} is not epoch milliseconds")
     return int(value)
 

@@ -32,6 +32,7 @@ import msgspec
 from .._attachments import checked_attachment, referenced_digests
 from .._codec import Row, decode_surface
 from .._errors import (
+    AttachmentNotFoundError,
     EventLogError,
     ImportRefusedError,
     SessionNotFoundError,
@@ -286,7 +287,8 @@ def _extension_payload(scratch: Session, sid: str, event: Event) -> dict[str, An
         why = "the payload nests deeper than any payload may"
         raise _refused(sid, event.seq, "data", why) from None
     except msgspec.DecodeError as exc:
-        raise _refused(sid, event.seq, "data", f"not a JSON object: {exc}") from None
+        # A commit writes an object (a Struct or a dict); a number past a float's range, too.
+        raise _refused(sid, event.seq, "data", f"does not decode as an object: {exc}") from None
 
 
 #: How ``append``'s envelope errors about the surface operation read.
@@ -336,11 +338,9 @@ async def _check_attachments(
                 continue
             try:
                 await checked_attachment(store.backend, digest, session_id=sid, seq=event.seq)
-            except EventLogError as exc:
-                why = (
-                    f"{exc.message}: neither the export nor the store holds its bytes"
-                    if exc.message.endswith("is not stored")
-                    else exc
-                )
+            except AttachmentNotFoundError:
+                why = f"attachment {digest}: neither the export nor the store holds its bytes"
                 raise _refused(sid, event.seq, "attachment", why) from None
+            except EventLogError as exc:  # the store holds it, altered
+                raise _refused(sid, event.seq, "attachment", exc) from None
             seen.add(digest)
