@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import anyio
@@ -386,6 +387,22 @@ def test_an_export_damaged_byte_by_byte_is_refused_or_imported_whole(data: st.Da
     # The base export, one line cut short, or a byte inserted or replaced (no re-chaining).
     text = chained(base_lines())
     lines = text.split(b"\n")[:-1]
+    damage(lines, data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "export.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        db = seeded_db(Path(tmp))
+        result = import_refused_whole(path, db)
+        note(f"exit {result.returncode}\nstderr: {result.stderr}")
+        # Refused on one line naming the file and a line, nothing written (checked above); or
+        # (a change the JSON does not see, such as a space between keys) imported whole.
+        if result.returncode != 2:
+            assert result.returncode == 0, result.stderr
+            assert run_main("verify", SID, db=db).returncode == 0
+
+
+def damage(lines: list[bytes], data: st.DataObject) -> None:
+    """Cut one of ``lines`` short, or insert or replace one byte in it (drawn from ``data``)."""
     index = data.draw(st.integers(0, len(lines) - 1), label="line")
     target = lines[index]
     at_byte = data.draw(st.integers(0, len(target)), label="byte")
@@ -397,23 +414,19 @@ def test_an_export_damaged_byte_by_byte_is_refused_or_imported_whole(data: st.Da
         lines[index] = target[:at_byte] + byte + target[at_byte:]
     else:
         lines[index] = target[:at_byte] + byte + target[at_byte + 1 :]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "export.jsonl"
-        path.write_bytes(b"\n".join(lines) + b"\n")
-        db = seeded_db(Path(tmp))
-        before = files_of(db)
-        result = run_main("import", str(path), db=db)
-        note(f"exit {result.returncode}\nstderr: {result.stderr}")
-        # Refused on one line naming the file and a line, nothing written; or (a change the
-        # JSON does not see, such as a space between keys) imported whole and verified.
-        if result.returncode == 2:
-            [message] = result.stderr.splitlines()
-            located = LOCATED.match(message.removeprefix("eventlog: error: "))
-            assert located is not None and located["file"] == str(path), message
-            assert files_of(db) == before
-        else:
-            assert result.returncode == 0, result.stderr
-            assert run_main("verify", SID, db=db).returncode == 0
+
+
+def import_refused_whole(path: Path, db: Path, *flags: str) -> CompletedProcess[str]:
+    """Import ``path`` into ``db``; when refused (exit 2), check the one line names the file
+    and a line, and that the database files did not change."""
+    before = files_of(db)
+    result = run_main("import", *flags, str(path), db=db)
+    if result.returncode == 2:
+        [message] = result.stderr.splitlines()
+        located = LOCATED.match(message.removeprefix("eventlog: error: "))
+        assert located is not None and located["file"] == str(path), message
+        assert files_of(db) == before
+    return result
 
 
 # -- a fork's parent, and attachments the store already holds --------------------------------
