@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from .test_import_fuzz import (
     ABYSS,
     DEEP,
+    NEAR,
     Mutation,
     damage,
     import_refused_whole,
@@ -65,6 +66,16 @@ MUTATIONS: dict[str, Mutation] = {
     "nothing changed": Mutation(lambda lines: None, 0, None, None),
     "a payload nested past reading": _plugin(_nested(ABYSS), 2),
     "a payload nested too deep": _plugin(_nested(DEEP), 1),
+    "a payload nested hundreds deep": _plugin(_nested(NEAR), 1),
+    "a core payload nested hundreds deep": _replace(
+        4,
+        b'{"type":"user/message","surfaceOp":"append","data":{"role":"user","id":"u1",'
+        b'"content":[{"type":"text","text":"hi"}],"x":' + _nested(NEAR) + b"}}",
+        1,
+    ),
+    "a chunk naming its turn by a list": _replace(
+        5, b'{"type":"text-chunks","data":{"turn":[1],"step":1,"texts":["a"]}}', 1
+    ),
     "a payload over the size limit": _plugin(json.dumps({"k": "x" * 9_000_000}).encode(), 1),
     "an integer past 64 bits": _plugin(b'{"k":1180591620717411303424}', 1),
     "a number past a float": _plugin(b'{"k":1e999}', 2),

@@ -48,6 +48,8 @@ SID = "fuzzed"
 DEEP = 100
 #: Deeper than any decoder's stack reaches.
 ABYSS = 5000
+#: Hundreds of levels: read by the decoder, then deep on the stack of whatever handles it.
+NEAR = 800
 
 
 # -- the base export: a real session with an app event and an attachment ----------------------
@@ -211,6 +213,7 @@ MUTATIONS: dict[str, Mutation] = {
     "turns out of order": inside(0, "turn", 2, 2, "type"),
     "payload nested too deep": at(3, "data", nested(DEEP), 2, "data"),
     "payload nested past reading": at(3, "data", nested(ABYSS), 2, None),
+    "payload nested hundreds deep": at(3, "data", nested(NEAR), 2, "data"),
     "payload integer past 64 bits": inside(3, "text", 2**70, 2, "data"),
     "payload number past a float": inside(3, "text", Raw(b"1e999"), 2, "data"),
     "payload not an object": at(3, "data", [1, 2], 2, "data"),

@@ -226,7 +226,11 @@ def _plan(log: DshLog) -> list[_Planned]:
 
 
 def _step_of(data: Any) -> tuple[Any, Any]:
-    return (data.get("turn"), data.get("step")) if isinstance(data, dict) else (None, None)
+    if not isinstance(data, dict):
+        return (None, None)
+    # Only plain numbers name a step (a list or object there would not even be hashable).
+    turn, step = data.get("turn"), data.get("step")
+    return (turn if type(turn) is int else None, step if type(step) is int else None)
 
 
 def _ensure_registered(types: EventTypes, name: str) -> None:

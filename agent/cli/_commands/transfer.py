@@ -246,15 +246,19 @@ async def _check_all(
     found: list[tuple[str, Departure]] = []
     ids: set[str] = set()
     for exported in sessions:
-        sid = exported.record.id
-        if sid in ids:
+        if exported.record.id in ids:
             raise CliError(
-                f"{_where(exported, None)}: session {sid!r} is in the files twice; nothing was "
-                "imported"
+                f"{_where(exported, None)}: session {exported.record.id!r} is in the files "
+                "twice; nothing was imported"
             )
+        ids.add(exported.record.id)
+    # A fork's parent and an attachment may come with any session of the import.
+    attachments = {d: b for exported in sessions for d, b in exported.attachments.items()}
+    for exported in sessions:
+        sid = exported.record.id
         try:
             departures = await check_import(
-                store, exported.record, exported.rows, exported.attachments, parents=ids
+                store, exported.record, exported.rows, attachments, parents=ids
             )
         except ImportRefusedError as exc:
             raise ImportRefusedError(
@@ -264,7 +268,6 @@ async def _check_all(
                 seq=exc.seq,
                 hint=exc.hint,
             ) from None
-        ids.add(sid)
         found += [
             (f"{_where(exported, d.seq)}: field `{d.field}`: session {sid!r}: {d.reason}", d)
             for d in departures
@@ -281,12 +284,14 @@ def _where(exported: ExportedSession, seq: int | None) -> str:
 
 
 async def _write_all(store: LogStore, sessions: list[ExportedSession]) -> None:
-    """Store the checked sessions; if one fails, the ones stored before it are deleted again."""
+    """Store the checked sessions, every attachment first; if one fails, the sessions stored
+    before it are deleted again."""
     written: list[str] = []
     try:
         for exported in sessions:
             for data in exported.attachments.values():
                 await store.put_attachment(data)
+        for exported in sessions:
             await store.restore(exported.record, exported.rows)
             written.append(exported.record.id)
     except BaseException:
