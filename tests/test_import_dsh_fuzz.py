@@ -73,6 +73,9 @@ MUTATIONS: dict[str, Mutation] = {
         b'"content":[{"type":"text","text":"hi"}],"x":' + _nested(NEAR) + b"}}",
         1,
     ),
+    "a line key the format does not have": _replace(
+        3, _line("step/start", {"turn": 1, "step": 1}, extra={"lost": True}), 1
+    ),
     "a chunk naming its turn by a list": _replace(
         5, b'{"type":"text-chunks","data":{"turn":[1],"step":1,"texts":["a"]}}', 1
     ),

@@ -84,7 +84,8 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     :ivar packed_rows: packed chunk rows among the folded.
     :ivar refused: events not imported as their core type, with line number and reason.
     :ivar departures: events imported changed: a time raised to the one before it, sources
-        naming no earlier event dropped, stream chunks no message settled folded away.
+        naming no earlier event dropped, stream chunks no message settled folded away, line
+        keys the dsh format does not have dropped.
     :ivar losses: what the core payloads could not hold, by label (kept in ``dsh/original``).
     :ivar notes: remarks about the file (e.g. a header without a version).
     :ivar open_turn: the turn left open at the end of the log (a crashed run), if any; run
@@ -293,6 +294,9 @@ class _Committer:
         record = planned.record
         for why in planned.departures:
             self._depart(record, why)
+        if record.unknown:
+            keys = ", ".join(repr(key) for key in record.unknown)
+            self._depart(record, f"line key(s) {keys} are not part of the dsh format; dropped")
         stray = [s for s in record.sources if not 0 <= s < record.seq]
         if stray:
             # Provenance pointing nowhere (a hand-edited snapshot): nothing to point at.

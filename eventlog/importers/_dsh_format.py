@@ -48,6 +48,8 @@ PACKED_TYPES: dict[str, str] = {
     "tool-call-chunks": "args",
 }
 
+#: The keys of an event line (a packed row adds ``seq0`` and ``time0``).
+_ENVELOPE = frozenset({"type", "data", "seq", "time", "surfaceOp", "sourceEventSeqs", "ignorable"})
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _ZSTD_SUFFIXES = (".zst", ".zstd")
 _decoder = msgspec.json.Decoder()
@@ -86,6 +88,8 @@ class DshRecord:
     time: int | None = None
     surface_op: Any = None
     sources: tuple[int, ...] = ()
+    #: Keys of the line that are not part of the dsh envelope (not imported; reported).
+    unknown: tuple[str, ...] = ()
 
     @property
     def packed(self) -> bool:
@@ -202,6 +206,7 @@ def _record(file: str, number: int, next_seq: int, value: dict[str, Any]) -> Dsh
     data = value["data"]
     if type_ in PACKED_TYPES:
         return _packed(file, number, next_seq, type_, value, data)
+    unknown = tuple(sorted(value.keys() - _ENVELOPE))
     _check_seq(file, number, next_seq, value.get("seq"), "seq")
     return DshRecord(
         line=number,
@@ -212,6 +217,7 @@ def _record(file: str, number: int, next_seq: int, value: dict[str, Any]) -> Dsh
         time=_time(file, number, value.get("time"), "time"),
         surface_op=_surface_op(file, number, value.get("surfaceOp")),
         sources=_sources(file, number, value.get("sourceEventSeqs")),
+        unknown=unknown,
     )
 
 
@@ -225,6 +231,7 @@ def _packed(
         )
     _check_seq(file, number, next_seq, value.get("seq0", data.get("seq0")), "seq0")
     time0 = value.get("time0", data.get("time0"))
+    unknown = tuple(sorted(value.keys() - _ENVELOPE - {"seq0", "time0"}))
     return DshRecord(
         line=number,
         seq=next_seq,
@@ -232,6 +239,7 @@ def _packed(
         type=type_,
         data=data,
         time=_time(file, number, time0, "time0"),
+        unknown=unknown,
     )
 
 
