@@ -482,6 +482,10 @@ def test_an_attachment_missing_from_the_export_may_be_in_the_store(tmp_path: Pat
     assert "field `attachment`" in refused.stderr
     assert "neither the export nor the store holds its bytes" in refused.stderr
     assert not (tmp_path / "a.db").exists()  # the database this import created is gone again
+    (tmp_path / "empty.db").touch()
+    assert run_main("import", str(path), db=tmp_path / "empty.db").returncode == 2
+    assert [p.name for p in tmp_path.glob("empty.db*")] == ["empty.db"]
+    assert (tmp_path / "empty.db").read_bytes() == b""  # found empty, left empty
 
     # ... and imported whole by one that holds them.
     async def hold() -> None:

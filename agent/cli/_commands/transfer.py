@@ -187,17 +187,20 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
-    """Import; a database file this import created is removed again when it fails, so a
-    failed import leaves no new file behind."""
+    """Import; a database file this import created (or found empty) is removed again (left
+    empty) when it fails, so a failed import leaves the files as they were."""
     path = sqlite_path(ctx.url)
     fresh = path is not None and not path.exists()
+    empty = path is not None and path.is_file() and path.stat().st_size == 0
     try:
         if args.source == "dsh":
             return await _import_dsh(args, ctx)
         return await _import_exports(args, ctx)
     except BaseException:
-        if fresh and path is not None:
+        if (fresh or empty) and path is not None:
             _remove_database(path)
+            if empty:
+                path.touch()
         raise
 
 
