@@ -23,6 +23,7 @@ from subprocess import CompletedProcess
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 from eventlog import (
     APPEND,
     ImagePart,
+    ImportRefusedError,
     Message,
     StepEnd,
     StepStart,
@@ -39,7 +41,7 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.stores import GENESIS_HASH, chain_hash
+from eventlog.stores import GENESIS_HASH, chain_hash, check_import, rechain
 
 from .cli_fixtures import Note, cli_types, run_main, url_of
 
@@ -211,6 +213,12 @@ MUTATIONS: dict[str, Mutation] = {
     "a type name no registry takes": at(3, "type", "Not A Type", 2, "type"),
     "a core payload of the wrong type": inside(0, "turn", "1", 2, "data"),
     "turns out of order": inside(0, "turn", 2, 2, "type"),
+    "a message of the wrong role": Mutation(
+        lambda lines: _events(lines)[2]["data"]["message"].__setitem__("role", "assistant"),
+        2,
+        "data",
+        4,
+    ),
     "payload nested too deep": at(3, "data", nested(DEEP), 2, "data"),
     "payload nested past reading": at(3, "data", nested(ABYSS), 2, None),
     "payload nested hundreds deep": at(3, "data", nested(NEAR), 2, "data"),
@@ -495,3 +503,30 @@ def test_an_attachment_missing_from_the_export_may_be_in_the_store(tmp_path: Pat
     anyio.run(hold)
     assert run_main("import", str(path), db=tmp_path / "b.db").returncode == 0
     assert run_main("verify", SID, db=tmp_path / "b.db").returncode == 0
+
+
+@pytest.mark.anyio
+async def test_check_import_names_seq_and_field_and_returns_departures() -> None:
+    # Rows of a real session, read back raw from a memory store.
+    async with open_store("memory:") as store:
+        session = await store.create("s", metadata={"k": 1})
+        session.append("turn/start", TurnStart(turn=1), time=5_000)
+        session.append("turn/end", TurnEnd(turn=1, reason="completed"), time=6_000)
+        await session.aclose()
+        record = await store.record("s")
+        rows = [row async for chunk in store.read_rows("s") for row in chunk]
+        # As they are: nothing departs (the session's own store holds it: no id check here).
+        assert await check_import(store, record, rows) == ()
+        # A time going backwards, re-chained: imported as a departure at its seq.
+        back = rechain([rows[0], msgspec.structs.replace(rows[1], time=1)], "s")
+        [departure] = await check_import(store, record, back)
+        assert (departure.seq, departure.field) == (1, "time")
+        # A negative time: refused, naming seq and field.
+        negative = rechain([msgspec.structs.replace(rows[0], time=-1), rows[1]], "s")
+        with pytest.raises(ImportRefusedError) as caught:
+            await check_import(store, record, negative)
+        assert (caught.value.seq, caught.value.field) == (0, "time")
+        assert caught.value.message == (
+            "field `time`: session 's', seq 0: time -1 is not epoch milliseconds (an int from 0 "
+            "to 2**63 - 1)"
+        )

@@ -191,7 +191,7 @@ def _check_rows(store: LogStore, sid: str, rows: Sequence[Row]) -> list[Event]:
         raise _refused(sid, seq, _loader_field(exc), exc) from None
     if loader.misfit is not None:
         seq, why = loader.misfit
-        raise _refused(sid, seq, "type", why)
+        raise _refused(sid, seq, _misfit_field(why), why)
     scratch = _scratch(store, sid)
     for row, event in zip(rows, loader.events, strict=True):
         _recommit(scratch, sid, row, event, store.max_event_bytes)
@@ -312,8 +312,14 @@ def _append_field(exc: EventLogError) -> str:
     if ": source" in text:
         return "sources"
     if exc.hint is not None and exc.hint.startswith("turns count"):
-        return "type"
+        return _misfit_field(text)
     return "data"
+
+
+def _misfit_field(why: str) -> str:
+    """A structural misfit is about the event's type (a turn or step out of place), or about
+    its payload when a message carries the wrong role."""
+    return "data" if "carries a" in why else "type"
 
 
 def _backwards_times(sid: str, events: list[Event]) -> list[Departure]:
