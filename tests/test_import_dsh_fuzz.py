@@ -15,12 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from .cli_fixtures import run_main
 from .test_import_fuzz import (
     ABYSS,
     DEEP,
     NEAR,
     Mutation,
     damage,
+    files_of,
     import_refused_whole,
     judge,
     seeded_db,
@@ -159,3 +161,28 @@ def test_any_line_damaged_byte_by_byte_is_refused_or_imported(data: st.DataObjec
             assert all(t.startswith(f"  {path}:") for t in listed if "open at the end" not in t)
         else:
             assert result.returncode == 0, said
+
+
+def test_a_run_of_several_logs_imports_all_or_none(tmp_path: Path) -> None:
+    good, bad, deep = tmp_path / "good.jsonl", tmp_path / "bad.jsonl", tmp_path / "deep.jsonl"
+    good.write_bytes(b"\n".join(base_log()) + b"\n")
+    # A malformed line in the second file: nothing of the first is imported either, and the
+    # database files stay byte-identical.
+    lines = base_log()
+    MUTATIONS["a truncated line"].apply(lines)
+    bad.write_bytes(b"\n".join(lines) + b"\n")
+    db = seeded_db(tmp_path)
+    result = import_refused_whole(bad, db, "--from", "dsh")
+    assert result.returncode == 2
+    before = files_of(db)
+    refused = run_main("import", "--from", "dsh", str(good), str(bad), db=db)
+    assert refused.returncode == 2 and refused.stderr.startswith(f"eventlog: error: {bad}, line 4")
+    assert files_of(db) == before
+    # A header the store refuses as metadata in the second file: the first file's session is
+    # deleted again.
+    deep.write_bytes(
+        b"\n".join([HEADER[:-1] + b',"x":' + _nested(DEEP) + b"}", *base_log()[1:]]) + b"\n"
+    )
+    refused = run_main("import", "--from", "dsh", str(good), str(deep), db=db)
+    assert refused.returncode == 2 and refused.stderr.startswith(f"eventlog: error: {deep}, line 1")
+    assert "harness-run" not in run_main("sessions", db=db).stdout

@@ -331,15 +331,29 @@ async def _must_be_new(store: LogStore, session_id: str) -> None:
 
 
 async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
-    from eventlog.importers import ImportReport, import_dsh  # only `import --from dsh` needs it
+    # Only `import --from dsh` needs the importer.
+    from eventlog.importers import ImportReport, import_dsh, parse_dsh, read_dsh_lines
 
     reports: list[ImportReport] = []
     if args.as_id is not None and len(args.files) != 1:
         raise CliError(f"--as names one session; {len(args.files)} files were given")
+    # Every file is read and checked before the store is opened: a malformed line in any of
+    # them imports nothing and leaves the database files as they were.
+    for name in args.files:
+        parse_dsh(read_dsh_lines(name), file=name)
     async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
-        for name in args.files:  # one at a time: each file is imported whole or not at all
-            wanted = args.as_id or await _free_dsh_id(store, name)
-            reports.append(await import_dsh(store, name, session_id=wanted))
+        try:
+            for name in args.files:  # each file is imported whole or not at all
+                wanted = args.as_id or await _free_dsh_id(store, name)
+                reports.append(await import_dsh(store, name, session_id=wanted))
+        except BaseException:
+            # A later file failed (its header refused as metadata, the store failing): the
+            # sessions of the files before it go again, so no run is half-imported.
+            with anyio.CancelScope(shield=True):
+                for report in reports:
+                    with contextlib.suppress(EventLogError):
+                        await store.delete(report.session_id, force=True)
+            raise
     if ctx.out.json_mode:
         ctx.out.json({"imported": [msgspec.to_builtins(r) for r in reports]})
     else:
