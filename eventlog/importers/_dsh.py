@@ -56,11 +56,13 @@ FOLDED_TYPES = frozenset({"assistant/chunk", "text-chunks", "reasoning-chunks", 
 
 
 class Refusal(msgspec.Struct, frozen=True, kw_only=True):
-    """A dsh event that could not be imported as the core event it is.
+    """A dsh event not imported as the core event it is (``ImportReport.refused``), or
+    changed on the way in (``ImportReport.departures``).
 
     :ivar line: 1-based line number in the dsh file.
     :ivar type: the dsh event type.
-    :ivar reason: why; ends with what was done instead (kept as an extension, or not imported).
+    :ivar reason: why; ends with what was done instead (kept as an extension, not imported,
+        raised, dropped, folded away).
     """
 
     line: int

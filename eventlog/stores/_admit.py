@@ -58,6 +58,7 @@ class Departure(msgspec.Struct, frozen=True, kw_only=True):
     """Something an imported session holds that a commit would not have written, imported as
     it is (see :func:`check_import`).
 
+    :ivar session_id: the session (under the id it was exported with).
     :ivar seq: the event, or ``None`` for the session's record.
     :ivar field: the column or record field (``time``, ``parent_id``, ``fork_seq``).
     :ivar reason: what departs, in words.
