@@ -159,6 +159,8 @@ def encode_payload(
         except RecursionError:
             # Nesting is bounded (checked above), so only a deep caller stack gets here.
             return on_fresh_stack(_encode_checked, info, data)
+    except ValidationError:
+        raise  # already names the place (it is a ValueError too: not to be wrapped again)
     except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise _invalid(info, session_id, seq, str(exc)) from exc
 

@@ -14,6 +14,7 @@ __all__ = (
     "CorruptLogError",
     "EventLogError",
     "EventNotLoadedError",
+    "ImportRefusedError",
     "ReentrancyError",
     "SessionBusyError",
     "SessionExistsError",
@@ -52,6 +53,29 @@ class EventLogError(Exception):
 
 class ValidationError(EventLogError, ValueError):
     """An appended event (payload or envelope) is not valid; nothing was committed."""
+
+
+class ImportRefusedError(ValidationError):
+    """A session to import breaks a rule a commit is held to, or its rows are damaged;
+    nothing was imported.
+
+    :ivar field: what is at fault: a column of the event at ``seq`` (``type``, ``time``,
+        ``surface``, ``sources``, ``ignorable``, ``data``, ``hash``), a field of the session's
+        record when ``seq`` is ``None`` (``id``, ``created_at``, ``metadata``, ``parent_id``,
+        ``fork_seq``, ``head``), or ``attachment``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str,
+        session_id: str | None = None,
+        seq: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, session_id=session_id, seq=seq, hint=hint)
+        self.field = field
 
 
 class UnknownEventTypeError(ValidationError):

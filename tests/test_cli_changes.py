@@ -109,9 +109,9 @@ def test_export_of_a_corrupt_session_warns_and_import_refuses_it(db: Path, tmp_p
     refused = cli("import", str(exported), db=tmp_path / "other.db")
     assert refused.returncode == 2
     assert refused.stderr == (
-        f"eventlog: error: refusing to import (line {CORRUPT_SEQ + 2}): session 'corrupt', "
-        f"seq {CORRUPT_SEQ}: hash mismatch, the stored event was altered or damaged (hint: open "
-        "with salvage=True to read the events before it)\n"
+        f"eventlog: error: {exported}:{CORRUPT_SEQ + 2}: refusing to import: field `hash`: "
+        f"session 'corrupt', seq {CORRUPT_SEQ}: hash mismatch, the stored event was altered or "
+        "damaged\n"
     )
 
 

@@ -177,7 +177,7 @@ def test_eventlog_import_refuses_an_ill_formed_log(tmp_path: Path) -> None:
     result = run_main("import", str(exported), db=target)
     assert result.returncode == 2
     assert (
-        "refusing to import (line 3): session 'bad', seq 1: turn/start of turn 2, but turn 1"
-        in result.stderr
+        f"{exported}:3: refusing to import: field `type`: session 'bad', seq 1: turn/start of "
+        "turn 2, but turn 1" in result.stderr
     )
     assert run_main("sessions", db=target).stdout.count("bad") == 0

@@ -294,7 +294,8 @@ async def test_a_core_event_that_does_not_fit_is_kept_and_reported() -> None:
         )
         [event] = session.events()
         assert (event.type, event.data) == ("dsh/turn/end", {"error": "model exploded"})
-        assert f"refused line 2 (turn/end): {refusal.reason}" in report.summary()
+        assert f"{path}:2: refused (turn/end): {refusal.reason}" in report.summary()
+        assert not report.complete
         await session.aclose()
 
 

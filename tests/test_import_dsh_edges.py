@@ -142,7 +142,12 @@ async def test_times_are_kept_and_never_run_backwards() -> None:
         )
     )
     assert [e.time for e in events] == [5000, 5000, 5000, 6000]
-    assert report.notes == ("1 event time(s) earlier than the event before; raised to it",)
+    # The raised time is a departure, reported at its line: the import is not complete.
+    assert report.notes == ()
+    assert [(d.line, d.type, d.reason) for d in report.departures] == [
+        (3, "step/start", "time 4000 is earlier than the event before (5000); raised to it")
+    ]
+    assert not report.complete
 
 
 @pytest.mark.anyio
@@ -228,7 +233,10 @@ async def test_sources_naming_no_earlier_event_are_dropped_and_noted() -> None:
         )
     )
     assert events[0].sources == ()
-    assert report.notes == ("line 2: 2 sourceEventSeqs name no earlier event (first 7); dropped",)
+    assert [(d.line, d.reason) for d in report.departures] == [
+        (2, "2 sourceEventSeqs name no earlier event (first 7); dropped")
+    ]
+    assert not report.complete
 
 
 @pytest.mark.anyio

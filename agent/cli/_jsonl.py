@@ -20,6 +20,7 @@ attachment its events reference; import checks each against its digest.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -127,10 +128,12 @@ def _is_one_line_json(data: bytes) -> bool:
 
 @dataclass
 class ExportedSession:
-    """One session read back from an export: its record and rows, and where it started."""
+    """One session read back from an export: its record and rows, and where it started
+    (``file`` and ``line``; ``lines[seq]`` is the line of event ``seq``)."""
 
     record: SessionRecord
     line: int
+    file: str = ""
     rows: list[Row] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     attachments: dict[str, bytes] = field(default_factory=dict)
@@ -150,7 +153,7 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
         if isinstance(item, SessionLine):
             if current is not None:
                 yield _complete(current, name)
-            current = ExportedSession(_record(item, name, number), number)
+            current = ExportedSession(_record(item, name, number), number, name)
             continue
         if current is None:
             raise FormatError(f"{name}:{number}: an event line before any session line")
@@ -160,8 +163,8 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
         expected = len(current.rows)
         if item.seq != expected:
             raise FormatError(
-                f"{name}:{number}: session {current.record.id!r}: expected seq {expected}, "
-                f"found {item.seq}"
+                f"{name}:{number}: field `seq`: session {current.record.id!r}: expected seq "
+                f"{expected}, found {item.seq}"
             )
         current.rows.append(_row(item, name, number))
         current.lines.append(number)
@@ -187,7 +190,19 @@ def _decode(text: bytes, name: str, number: int) -> SessionLine | EventLine | At
     try:
         return _decoder.decode(text)
     except msgspec.DecodeError as exc:
-        raise FormatError(f"{name}:{number}: not an eventlog export line: {exc}") from None
+        found = _FIELD.search(str(exc))
+        field = "" if found is None else f"field `{found[1] or found[2]}`: "
+        raise FormatError(f"{name}:{number}: {field}not an eventlog export line: {exc}") from None
+    except RecursionError:
+        # Deeper than the decoder's stack reaches: far past what a commit lets a payload or
+        # metadata nest (at most 256 levels).
+        raise FormatError(
+            f"{name}:{number}: not an eventlog export line: JSON nested too deep to read"
+        ) from None
+
+
+#: The field msgspec names in a validation error: ``at `$.time``` or a missing field.
+_FIELD = re.compile(r"at `\$\.(\w+)|missing required field `(\w+)`")
 
 
 def _record(item: SessionLine, name: str, number: int) -> SessionRecord:
@@ -200,14 +215,16 @@ def _record(item: SessionLine, name: str, number: int) -> SessionRecord:
 
 
 def _row(item: EventLine, name: str, number: int) -> Row:
+    field = "hash"
     try:
+        digest = bytes.fromhex(item.hash)
+        field = "data_b64"
         if item.data_b64 is None:
             data = bytes(item.data)
         else:
             data = base64.b64decode(item.data_b64, validate=True)
-        digest = bytes.fromhex(item.hash)
     except ValueError as exc:
-        raise FormatError(f"{name}:{number}: seq {item.seq}: {exc}") from None
+        raise FormatError(f"{name}:{number}: seq {item.seq}: field `{field}`: {exc}") from None
     sources = bytes(item.sources).decode()
     return Row(item.seq, item.type, item.time, item.surface, sources, item.ignorable, data, digest)
 

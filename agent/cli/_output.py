@@ -79,7 +79,9 @@ class Output:
 
     def warn(self, text: str) -> None:
         """Print a one-line warning to stderr."""
-        self.errors.print(f"eventlog: warning: {text}", markup=False, highlight=False)
+        self.errors.print(
+            f"eventlog: warning: {text}", markup=False, highlight=False, soft_wrap=True
+        )
 
     @contextmanager
     def progress(self, total: int, description: str) -> Iterator[ProgressHook]:

@@ -5,7 +5,14 @@
 """
 
 from ._dsh import EXTENSION_PREFIX, FOLDED_TYPES, ORIGINAL_TYPE, ImportReport, Refusal, import_dsh
-from ._dsh_format import DSH_FORMAT_VERSION, DshFormatError, DshLog, DshRecord, parse_dsh
+from ._dsh_format import (
+    DSH_FORMAT_VERSION,
+    DshFormatError,
+    DshLog,
+    DshRecord,
+    parse_dsh,
+    read_dsh_lines,
+)
 from ._dsh_messages import dsh_message
 
 __all__ = (
@@ -21,4 +28,5 @@ __all__ = (
     "dsh_message",
     "import_dsh",
     "parse_dsh",
+    "read_dsh_lines",
 )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -34,7 +34,7 @@ from .._registry import EventTypes
 from .._session import Session
 from ..stores import Store
 from ._dsh_convert import Converted, Converter
-from ._dsh_format import DshLog, DshRecord, parse_dsh, read_dsh_lines
+from ._dsh_format import DshFormatError, DshLog, DshRecord, parse_dsh, read_dsh_lines
 from ._dsh_messages import Unconvertible
 
 __all__ = (
@@ -56,11 +56,13 @@ FOLDED_TYPES = frozenset({"assistant/chunk", "text-chunks", "reasoning-chunks", 
 
 
 class Refusal(msgspec.Struct, frozen=True, kw_only=True):
-    """A dsh event that could not be imported as the core event it is.
+    """A dsh event not imported as the core event it is (``ImportReport.refused``), or
+    changed on the way in (``ImportReport.departures``).
 
     :ivar line: 1-based line number in the dsh file.
     :ivar type: the dsh event type.
-    :ivar reason: why; ends with what was done instead (kept as an extension, or not imported).
+    :ivar reason: why; ends with what was done instead (kept as an extension, not imported,
+        raised, dropped, folded away).
     """
 
     line: int
@@ -83,6 +85,9 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     :ivar folded: stream chunk events folded away (``assistant/chunk`` and packed members).
     :ivar packed_rows: packed chunk rows among the folded.
     :ivar refused: events not imported as their core type, with line number and reason.
+    :ivar departures: events imported changed: a time raised to the one before it, sources
+        naming no earlier event dropped, stream chunks no message settled folded away, line
+        keys the dsh format does not have dropped.
     :ivar losses: what the core payloads could not hold, by label (kept in ``dsh/original``).
     :ivar notes: remarks about the file (e.g. a header without a version).
     :ivar open_turn: the turn left open at the end of the log (a crashed run), if any; run
@@ -100,9 +105,16 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     folded: int
     packed_rows: int
     refused: tuple[Refusal, ...] = ()
+    departures: tuple[Refusal, ...] = ()
     losses: dict[str, int] = msgspec.field(default_factory=dict)
     notes: tuple[str, ...] = ()
     open_turn: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every dsh event was imported as itself and unchanged: nothing refused,
+        no departure (the command exits 1 otherwise, unless told to accept them)."""
+        return not self.refused and not self.departures
 
     def summary(self) -> str:
         """One human-readable line per fact, for the command line."""
@@ -113,7 +125,10 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
             f"({self.packed_rows} packed rows)",
         ]
         lines += [f"  note: {note}" for note in self.notes]
-        lines += [f"  refused line {r.line} ({r.type}): {r.reason}" for r in self.refused]
+        lines += [f"  {self.file}:{r.line}: refused ({r.type}): {r.reason}" for r in self.refused]
+        lines += [
+            f"  {self.file}:{r.line}: changed ({r.type}): {r.reason}" for r in self.departures
+        ]
         if self.open_turn is not None:
             lines.append(f"  turn {self.open_turn} is open at the end (run `recover`)")
         return "\n".join(lines)
@@ -126,6 +141,7 @@ class _Planned:
     record: DshRecord
     converted: Converted | None = None
     refusal: str | None = None  # why a core type is kept as an extension
+    departures: list[str] = field(default_factory=list)  # how it is imported changed
 
 
 async def import_dsh(
@@ -165,7 +181,13 @@ async def import_dsh(
     else:
         log = parse_dsh(source)
     plan = _plan(log)
-    session = await store.create(session_id, metadata=_metadata(log, metadata))
+    try:
+        session = await store.create(session_id, metadata=_metadata(log, metadata))
+    except ValidationError as exc:
+        if "dsh_header" not in exc.message:
+            raise
+        # The header is kept as metadata, held to the rules of any metadata.
+        raise DshFormatError(log.file, 1, f"the session header: {exc.message}") from None
     try:
         report = _Committer(session, log).commit(plan)
         await session.flush()
@@ -180,12 +202,12 @@ async def import_dsh(
 def _plan(log: DshLog) -> list[_Planned]:
     """Map every record; notes about the log go to ``log.notes``."""
     converter = Converter()
-    plan = []
-    unsettled: dict[tuple[Any, Any], list[int]] = {}  # (turn, step) -> [first line, chunks]
+    plan: list[_Planned] = []
+    unsettled: dict[tuple[Any, Any], list[int]] = {}  # (turn, step) -> [plan index, chunks]
     for record in log.records:
         if record.type in FOLDED_TYPES:
             key = _step_of(record.data)
-            unsettled.setdefault(key, [record.line, 0])[1] += record.width
+            unsettled.setdefault(key, [len(plan), 0])[1] += record.width
             plan.append(_Planned(record))
             continue
         if record.type == "assistant/message":
@@ -198,16 +220,20 @@ def _plan(log: DshLog) -> list[_Planned]:
             plan.append(_Planned(record, converter.convert(record.type, record.data, record.seq)))
         except Unconvertible as exc:
             plan.append(_Planned(record, refusal=str(exc)))
-    log.notes.extend(
-        f"line {line}: {chunks} chunk event(s) of turn {turn} step {step} were never settled "
-        "by an assistant/message; their content is folded away"
-        for (turn, step), (line, chunks) in unsettled.items()
-    )
+    for (turn, step), (index, chunks) in unsettled.items():
+        plan[index].departures.append(
+            f"{chunks} chunk event(s) of turn {turn} step {step} were never settled by an "
+            "assistant/message; their content is folded away"
+        )
     return plan
 
 
 def _step_of(data: Any) -> tuple[Any, Any]:
-    return (data.get("turn"), data.get("step")) if isinstance(data, dict) else (None, None)
+    if not isinstance(data, dict):
+        return (None, None)
+    # Only plain numbers name a step (a list or object there would not even be hashable).
+    turn, step = data.get("turn"), data.get("step")
+    return (turn if type(turn) is int else None, step if type(step) is int else None)
 
 
 def _ensure_registered(types: EventTypes, name: str) -> None:
@@ -246,17 +272,15 @@ class _Committer:
         self.counts: Counter[str] = Counter()
         self.losses: Counter[str] = Counter()
         self.refused: list[Refusal] = []
+        self.departures: list[Refusal] = []
         self.open_turn: int | None = None
         self.notes: list[str] = list(log.notes)
-        self.stray_noted: set[int] = set()
-        self.clamped = 0
 
     def commit(self, plan: list[_Planned]) -> ImportReport:
         for planned in plan:
             record = planned.record
+            self._note_changes(planned)
             if record.time is not None:
-                # Our log's times never run backwards; a clock that stepped back is clamped.
-                self.clamped += record.time < self.time
                 self.time = max(self.time, record.time)
             if record.type in FOLDED_TYPES:
                 self.counts["folded"] += record.width
@@ -266,6 +290,24 @@ class _Committer:
             else:
                 self._extension(record, planned.refusal)
         return self._report()
+
+    def _note_changes(self, planned: _Planned) -> None:
+        """Report what importing ``planned`` changes: folded content, sources, its time."""
+        record = planned.record
+        for why in planned.departures:
+            self._depart(record, why)
+        if record.unknown:
+            keys = ", ".join(repr(key) for key in record.unknown)
+            self._depart(record, f"line key(s) {keys} are not part of the dsh format; dropped")
+        stray = [s for s in record.sources if not 0 <= s < record.seq]
+        if stray:
+            # Provenance pointing nowhere (a hand-edited snapshot): nothing to point at.
+            why = f"{len(stray)} sourceEventSeqs name no earlier event (first {stray[0]}); dropped"
+            self._depart(record, why)
+        if record.time is not None and record.time < self.time:
+            # Our log's times never run backwards; a clock that stepped back is clamped.
+            why = f"time {record.time} is earlier than the event before ({self.time}); raised to it"
+            self._depart(record, why)
 
     def _core(self, record: DshRecord, converted: Converted) -> None:
         try:
@@ -326,6 +368,9 @@ class _Committer:
     def _refuse(self, record: DshRecord, reason: str) -> None:
         self.refused.append(Refusal(line=record.line, type=record.type, reason=reason))
 
+    def _depart(self, record: DshRecord, reason: str) -> None:
+        self.departures.append(Refusal(line=record.line, type=record.type, reason=reason))
+
     def _surface(self, record: DshRecord) -> SurfaceOp | None:
         op = record.surface_op
         if op is None:
@@ -340,13 +385,6 @@ class _Committer:
 
     def _sources(self, record: DshRecord) -> tuple[int, ...]:
         # A source naming a folded chunk (or an event not imported) has nothing to point at.
-        stray = [s for s in record.sources if not 0 <= s < record.seq]
-        if stray and record.line not in self.stray_noted:
-            self.stray_noted.add(record.line)
-            self.notes.append(
-                f"line {record.line}: {len(stray)} sourceEventSeqs name no earlier event "
-                f"(first {stray[0]}); dropped"
-            )
         return tuple(self.seqs[s] for s in record.sources if s in self.seqs and s < record.seq)
 
     def _report(self) -> ImportReport:
@@ -356,10 +394,6 @@ class _Committer:
             self.notes.append(
                 f"{len(digests)} image attachment(s) are referenced by digest; the log does not "
                 "hold their bytes (store them with store.put_attachment to send them)"
-            )
-        if self.clamped:
-            self.notes.append(
-                f"{self.clamped} event time(s) earlier than the event before; raised to it"
             )
         return ImportReport(
             file=self.log.file,
@@ -373,6 +407,7 @@ class _Committer:
             folded=self.counts["folded"],
             packed_rows=self.counts["packed_rows"],
             refused=tuple(self.refused),
+            departures=tuple(self.departures),
             losses=dict(sorted(self.losses.items())),
             notes=tuple(self.notes),
             open_turn=self.open_turn,

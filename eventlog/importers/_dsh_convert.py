@@ -104,6 +104,9 @@ class Converter:
             raise Unconvertible(f"'data' is not an object but {type(data).__name__}")
         try:
             return self._converters[type_](data, seq)
+        except RecursionError:
+            # Read, but too deep to map (far past what a payload may nest): kept as it is.
+            raise Unconvertible(f"the {type_!r} payload nests too deep to map") from None
         except (KeyError, TypeError, AttributeError, msgspec.ValidationError) as exc:
             raise Unconvertible(f"unexpected {type_!r} payload: {exc!r}") from exc
 

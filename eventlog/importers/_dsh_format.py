@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from .._errors import UnsupportedFormatError, ValidationError
+from .._strict import INT64_MAX, check_int
 
 __all__ = (
     "DSH_FORMAT_VERSION",
@@ -47,6 +48,8 @@ PACKED_TYPES: dict[str, str] = {
     "tool-call-chunks": "args",
 }
 
+#: The keys of an event line (a packed row adds ``seq0`` and ``time0``).
+_ENVELOPE = frozenset({"type", "data", "seq", "time", "surfaceOp", "sourceEventSeqs", "ignorable"})
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _ZSTD_SUFFIXES = (".zst", ".zstd")
 _decoder = msgspec.json.Decoder()
@@ -85,6 +88,8 @@ class DshRecord:
     time: int | None = None
     surface_op: Any = None
     sources: tuple[int, ...] = ()
+    #: Keys of the line that are not part of the dsh envelope (not imported; reported).
+    unknown: tuple[str, ...] = ()
 
     @property
     def packed(self) -> bool:
@@ -161,6 +166,9 @@ def _decode_line(file: str, number: int, text: str) -> dict[str, Any]:
         value = _decoder.decode(text)
     except msgspec.DecodeError as exc:
         raise DshFormatError(file, number, f"not valid JSON: {exc}") from exc
+    except RecursionError:
+        # Deeper than the decoder's stack reaches: far past what a commit lets a payload nest.
+        raise DshFormatError(file, number, "JSON nested too deep to read") from None
     if not isinstance(value, dict):
         raise DshFormatError(file, number, f"expected a JSON object, got {_kind(value)}")
     return value
@@ -182,8 +190,10 @@ def _header(file: str, value: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(value.get("id"), str):
         raise DshFormatError(file, 1, "the session header has no string 'id'")
     created = value.get("createdAt")
-    if type(created) is not int or created < 0:
-        raise DshFormatError(file, 1, "the session header has no non-negative 'createdAt'")
+    if not check_int(created, 0, INT64_MAX):
+        raise DshFormatError(
+            file, 1, "the session header has no 'createdAt' in epoch milliseconds (64 bits)"
+        )
     return value
 
 
@@ -196,6 +206,7 @@ def _record(file: str, number: int, next_seq: int, value: dict[str, Any]) -> Dsh
     data = value["data"]
     if type_ in PACKED_TYPES:
         return _packed(file, number, next_seq, type_, value, data)
+    unknown = tuple(sorted(value.keys() - _ENVELOPE))
     _check_seq(file, number, next_seq, value.get("seq"), "seq")
     return DshRecord(
         line=number,
@@ -206,6 +217,7 @@ def _record(file: str, number: int, next_seq: int, value: dict[str, Any]) -> Dsh
         time=_time(file, number, value.get("time"), "time"),
         surface_op=_surface_op(file, number, value.get("surfaceOp")),
         sources=_sources(file, number, value.get("sourceEventSeqs")),
+        unknown=unknown,
     )
 
 
@@ -219,6 +231,7 @@ def _packed(
         )
     _check_seq(file, number, next_seq, value.get("seq0", data.get("seq0")), "seq0")
     time0 = value.get("time0", data.get("time0"))
+    unknown = tuple(sorted(value.keys() - _ENVELOPE - {"seq0", "time0"}))
     return DshRecord(
         line=number,
         seq=next_seq,
@@ -226,6 +239,7 @@ def _packed(
         type=type_,
         data=data,
         time=_time(file, number, time0, "time0"),
+        unknown=unknown,
     )
 
 
@@ -239,7 +253,7 @@ def _check_seq(file: str, number: int, expected: int, seq: Any, key: str) -> Non
 def _time(file: str, number: int, value: Any, key: str) -> int | None:
     if value is None:
         return None
-    if not _is_int(value) or value < 0:
+    if not check_int(value, 0, INT64_MAX):  # what a commit takes as a time
         raise DshFormatError(file, number, f"'{key}' {value!r} is not epoch milliseconds")
     return int(value)
 

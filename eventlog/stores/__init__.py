@@ -17,6 +17,7 @@ from .._codec import (
     verify_rows,
 )
 from .._session import DEFAULT_MAX_EVENT_BYTES
+from ._admit import Departure, check_import
 from ._base import Backend, SessionInfo, SessionRecord, Snapshots, Store
 from ._lease_state import writer_alive
 from ._loader import LogLoader
@@ -32,6 +33,7 @@ __all__ = (
     "GENESIS_HASH",
     "Row",
     "chain_hash",
+    "check_import",
     "decode_event",
     "encode_surface",
     "rechain",
@@ -40,6 +42,7 @@ __all__ = (
     "verify_rows",
     "Backend",
     "Batch",
+    "Departure",
     "LogLoader",
     "LogStore",
     "MemoryBackend",

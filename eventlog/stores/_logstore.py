@@ -664,8 +664,8 @@ class LogStore(Store):
 
     async def restore(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         """Insert a session exactly as exported: ``record`` and its ``rows``, atomically. The
-        rows are stored as given; check them first (:class:`LogLoader` decodes and verifies
-        them as ``open`` would), or the session will fail to open.
+        rows are stored as given; check them first with :func:`check_import` (the rules of
+        ``create`` and ``append``, and ``open``'s loader), or the session may fail to open.
 
         :raises SessionExistsError: the id is taken (nothing is written).
         :raises ClosedError: the store is closed.

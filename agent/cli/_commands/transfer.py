@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 from collections.abc import Iterator
@@ -13,8 +14,16 @@ from typing import IO, Protocol
 import anyio
 import msgspec
 
-from eventlog import EventLogError, SessionNotFoundError, validate_session_id
-from eventlog.stores import GENESIS_HASH, LogLoader, LogStore, rechain, row_digests, verify_rows
+from eventlog import EventLogError, ImportRefusedError, SessionNotFoundError, validate_session_id
+from eventlog.stores import (
+    GENESIS_HASH,
+    Departure,
+    LogStore,
+    check_import,
+    rechain,
+    row_digests,
+    verify_rows,
+)
 
 from .._context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
@@ -168,20 +177,30 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
         help="import the one session under this id (verified under its own, then chained anew "
         "under this one); without it, dsh logs keep the harness's session id when it is free",
     )
+    parser.add_argument(
+        "--accept-departures",
+        action="store_true",
+        help="exit 0 although the import departs from what commits would have written (a dsh "
+        "event not imported as itself, a time raised, an export's time running backwards or "
+        "parent not in the store); each departure is still reported",
+    )
 
 
 async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
-    """Import; a database file this import created is removed again when it fails, so a
-    failed import leaves no new file behind."""
+    """Import; a database file this import created (or found empty) is removed again (left
+    empty) when it fails, so a failed import leaves the files as they were."""
     path = sqlite_path(ctx.url)
     fresh = path is not None and not path.exists()
+    empty = path is not None and path.is_file() and path.stat().st_size == 0
     try:
         if args.source == "dsh":
             return await _import_dsh(args, ctx)
         return await _import_exports(args, ctx)
     except BaseException:
-        if fresh and path is not None:
+        if (fresh or empty) and path is not None:
             _remove_database(path)
+            if empty:
+                path.touch()
         raise
 
 
@@ -197,23 +216,93 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         raise CliError(f"--as names one session; the files hold {len(sessions)}")
     async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
         # Check everything before writing anything: nothing is half-imported.
-        for exported in sessions:
-            _check(store, exported)
+        departures = await _check_all(store, sessions)
         if new_id is not None:
             sessions = [_renamed(sessions[0], new_id)]
         for exported in sessions:
             await _must_be_new(store, exported.record.id)
-        for exported in sessions:
-            for data in exported.attachments.values():
-                await store.put_attachment(data)
-            await store.restore(exported.record, exported.rows)
+        await _write_all(store, sessions)
     imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
     if ctx.out.json_mode:
-        ctx.out.json({"imported": imported})
+        ctx.out.json({"imported": imported, "departures": [text for text, _ in departures]})
     else:
         for item in imported:
             ctx.out.line(f"imported session {item['id']}: {item['events']} events")
-    return EXIT_OK
+    for text, _ in departures:
+        ctx.out.warn(text)
+    return _exit_for(bool(departures), args)
+
+
+def _exit_for(departed: bool, args: argparse.Namespace) -> int:
+    """Findings when the import departed from the commit-time rules, unless accepted."""
+    return EXIT_FINDINGS if departed and not args.accept_departures else EXIT_OK
+
+
+async def _check_all(
+    store: LogStore, sessions: list[ExportedSession]
+) -> list[tuple[str, Departure]]:
+    """Check every session (the rules of ``create`` and ``append``, see ``check_import``);
+    return each departure with the line it is reported as.
+
+    :raises ImportRefusedError: naming file, line and field; nothing may be imported.
+    """
+    found: list[tuple[str, Departure]] = []
+    ids: set[str] = set()
+    for exported in sessions:
+        if exported.record.id in ids:
+            raise CliError(
+                f"{_where(exported, None)}: session {exported.record.id!r} is in the files "
+                "twice; nothing was imported"
+            )
+        ids.add(exported.record.id)
+    # A fork's parent and an attachment may come with any session of the import.
+    attachments = {d: b for exported in sessions for d, b in exported.attachments.items()}
+    for exported in sessions:
+        sid = exported.record.id
+        try:
+            departures = await check_import(
+                store, exported.record, exported.rows, attachments, parents=ids
+            )
+        except ImportRefusedError as exc:
+            raise ImportRefusedError(
+                f"{_where(exported, exc.seq)}: refusing to import: {exc.message}",
+                field=exc.field,
+                session_id=exc.session_id,
+                seq=exc.seq,
+                hint=exc.hint,
+            ) from None
+        found += [
+            (f"{_where(exported, d.seq)}: field `{d.field}`: session {sid!r}: {d.reason}", d)
+            for d in departures
+        ]
+    return found
+
+
+def _where(exported: ExportedSession, seq: int | None) -> str:
+    """``file:line`` of event ``seq`` (of the session line when ``None``)."""
+    line = exported.line
+    if seq is not None and 0 <= seq < len(exported.lines):
+        line = exported.lines[seq]
+    return f"{exported.file}:{line}"
+
+
+async def _write_all(store: LogStore, sessions: list[ExportedSession]) -> None:
+    """Store the checked sessions, every attachment first; if one fails, the sessions stored
+    before it are deleted again."""
+    written: list[str] = []
+    try:
+        for exported in sessions:
+            for data in exported.attachments.values():
+                await store.put_attachment(data)
+        for exported in sessions:
+            await store.restore(exported.record, exported.rows)
+            written.append(exported.record.id)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            for sid in written:
+                with contextlib.suppress(EventLogError):
+                    await store.delete(sid, force=True)
+        raise
 
 
 def _renamed(exported: ExportedSession, new_id: str) -> ExportedSession:
@@ -233,25 +322,6 @@ def _read_export(name: str) -> list[ExportedSession]:
         raise CliError(str(exc)) from None
 
 
-def _check(store: LogStore, exported: ExportedSession) -> None:
-    """Verify the chain, decode every event and replay the surface: ``open``'s own loader."""
-    sid = exported.record.id
-    where = f"line {exported.line}"
-    loader = LogLoader(store.types, sid)
-    try:
-        loader.feed(exported.rows)
-    except EventLogError as exc:
-        if exc.seq is not None and 0 <= exc.seq < len(exported.lines):
-            where = f"line {exported.lines[exc.seq]}"
-        raise CliError(f"refusing to import ({where}): {exc}") from None
-    if loader.misfit is not None:
-        # A log append would have refused (a turn opened twice, a step out of order, ...).
-        seq, why = loader.misfit
-        if 0 <= seq < len(exported.lines):
-            where = f"line {exported.lines[seq]}"
-        raise CliError(f"refusing to import ({where}): session {sid!r}, seq {seq}: {why}")
-
-
 async def _must_be_new(store: LogStore, session_id: str) -> None:
     try:
         await stored_record(store, session_id)
@@ -261,21 +331,42 @@ async def _must_be_new(store: LogStore, session_id: str) -> None:
 
 
 async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
-    from eventlog.importers import ImportReport, import_dsh  # only `import --from dsh` needs it
+    # Only `import --from dsh` needs the importer.
+    from eventlog.importers import ImportReport, import_dsh, parse_dsh, read_dsh_lines
 
     reports: list[ImportReport] = []
     if args.as_id is not None and len(args.files) != 1:
         raise CliError(f"--as names one session; {len(args.files)} files were given")
+    # Every file is read and checked before the store is opened: a malformed line in any of
+    # them imports nothing and leaves the database files as they were.
+    for name in args.files:
+        parse_dsh(read_dsh_lines(name), file=name)
     async with open_cli_store(ctx.url, create=True, types=ctx.types) as store:
-        for name in args.files:  # one at a time: each file is imported whole or not at all
-            wanted = args.as_id or await _free_dsh_id(store, name)
-            reports.append(await import_dsh(store, name, session_id=wanted))
+        try:
+            for name in args.files:  # each file is imported whole or not at all
+                wanted = args.as_id or await _free_dsh_id(store, name)
+                reports.append(await import_dsh(store, name, session_id=wanted))
+        except BaseException:
+            # A later file failed (its header refused as metadata, the store failing): the
+            # sessions of the files before it go again, so no run is half-imported.
+            with anyio.CancelScope(shield=True):
+                for report in reports:
+                    with contextlib.suppress(EventLogError):
+                        await store.delete(report.session_id, force=True)
+            raise
     if ctx.out.json_mode:
         ctx.out.json({"imported": [msgspec.to_builtins(r) for r in reports]})
     else:
         for report in reports:
             ctx.out.line(report.summary())
-    return EXIT_OK
+    for report in reports:
+        changed = len(report.refused) + len(report.departures)
+        if changed:
+            ctx.out.warn(
+                f"{report.file}: {changed} dsh event(s) not imported as themselves or changed "
+                "on the way in (listed in the report)"
+            )
+    return _exit_for(any(not r.complete for r in reports), args)
 
 
 async def _free_dsh_id(store: LogStore, name: str) -> str | None:
@@ -285,7 +376,15 @@ async def _free_dsh_id(store: LogStore, name: str) -> str | None:
     try:
         header = msgspec.json.decode(_first_line(name))
         harness_id = validate_session_id(header["id"])
-    except (OSError, msgspec.DecodeError, EventLogError, KeyError, TypeError, ValueError):
+    except (
+        OSError,
+        msgspec.DecodeError,
+        EventLogError,
+        KeyError,
+        TypeError,
+        ValueError,
+        RecursionError,
+    ):
         return None
     try:
         await stored_record(store, harness_id)
