@@ -262,4 +262,4 @@ def test_repair_records_when_it_ran_and_the_closers_keep_their_time(
     # The text says it too.
     text = cli("recover", "open", "--apply", db=path)
     assert text.returncode == 0
-    assert re.search(r"repaired: 1 closers appended and flushed at \d{4}-\d\d-\d\dT", text.stdout)
+    assert re.search(r"repaired: 1 closer appended and flushed at \d{4}-\d\d-\d\dT", text.stdout)

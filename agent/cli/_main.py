@@ -18,6 +18,7 @@ from ._context import Context, resolve_url
 from ._errors import EXIT_USAGE, CliError, exit_code_for, one_line
 from ._output import Output
 from ._registry import load_types
+from ._safe import SafeStream
 
 __all__ = ("build_parser", "main")
 
@@ -102,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _Parser.json_errors = "--json" in words
     args = build_parser().parse_args(words)
     json_mode = getattr(args, "json", False)
-    out = Output(json_mode=json_mode)
+    out = Output(json_mode=json_mode, command=args.command)
     try:
         types = load_types(getattr(args, "type_registries", ()))
         ctx = Context(url=resolve_url(getattr(args, "db", None)), out=out, types=types)
@@ -137,13 +138,15 @@ def _reader_left() -> int:
 
 
 def _fail(message: str, kind: str, code: int, *, json_mode: bool, seq: int | None = None) -> None:
-    """Report the error that ends the command: one line, or one JSON object under ``--json``."""
+    """Report the error that ends the command: one line, or one JSON object under ``--json``
+    (escaped for the terminal: a message may quote stored text)."""
+    stderr = SafeStream(sys.stderr)
     if json_mode:
         error = {"type": kind, "message": one_line(message), "exit": code, "seq": seq}
-        sys.stderr.write(msgspec.json.encode({"error": error}).decode() + "\n")
+        stderr.write(msgspec.json.encode({"error": error}).decode() + "\n")
     else:
-        sys.stderr.write(f"eventlog: error: {one_line(message)}\n")
-    sys.stderr.flush()
+        stderr.write(f"eventlog: error: {one_line(message)}\n")
+    stderr.flush()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,6 +12,7 @@ from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
 from eventlog import EventLogError, Session
 
+from ..report import counted
 from ._mapping import SCHEMA_URL, SpanBuilder
 
 __all__ = ("DEFAULT_ENDPOINT", "TraceObserver", "export_otlp", "session_spans", "trace_session")
@@ -77,7 +78,8 @@ def export_otlp(
         exporter.shutdown()  # type: ignore[no-untyped-call]
     if result is not SpanExportResult.SUCCESS:
         raise EventLogError(
-            f"session {session.id!r}: the OTLP receiver at {url} did not accept {len(spans)} spans",
+            f"session {session.id!r}: the OTLP receiver at {url} did not accept "
+            f"{counted(len(spans), 'span')}",
             session_id=session.id,
             hint="is a receiver listening there (OTLP over HTTP, protobuf)?",
         )

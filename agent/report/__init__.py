@@ -35,6 +35,7 @@ from ._fates import (
 )
 from ._load import Loaded as Loaded
 from ._load import load_session as load_session
+from ._render import counted as counted
 from ._render import event_json as event_json
 from ._render import event_summary as event_summary
 from ._render import message_text as message_text
@@ -55,6 +56,7 @@ from ._unknown import UnknownType as UnknownType
 from ._unknown import unknown_type as unknown_type
 
 __all__ = (
+    "counted",
     "event_json",
     "event_summary",
     "message_text",

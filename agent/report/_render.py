@@ -26,6 +26,7 @@ from ._sessions import fault_json
 
 __all__ = (
     "clip",
+    "counted",
     "event_json",
     "event_summary",
     "fault_json",
@@ -43,6 +44,12 @@ def timestamp(millis: int | None) -> str:
         return "-"
     moment = dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and ``noun``, plural unless the count is one: ``1 session``, ``0 events``
+    (``plural`` when adding an ``s`` is wrong)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def clip(text: str, width: int = _SUMMARY_WIDTH) -> str:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.text import Text
-
 from eventlog import Session
 from eventlog.stores import writer_alive
 from projections import Timeline, timeline
@@ -16,6 +14,7 @@ from recovery import Diagnosis, scan
 from ...report import (
     FAILED_FATES,
     call_row,
+    counted,
     failed_attempts,
     fault_json,
     session_state,
@@ -23,7 +22,7 @@ from ...report import (
 )
 from .._context import Context, load_session, open_cli_store
 from .._errors import EXIT_FINDINGS, EXIT_OK
-from .._tables import Column, fitted_table
+from .._tables import Column, fitted_table, styled
 from .base import Command, add_salvage
 
 __all__ = ("AUDIT",)
@@ -95,7 +94,8 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         for finding in findings:
             ctx.out.line(f"integrity: finding: session {session.id!r}, {finding['message']}")
         if intact:
-            ctx.out.line(f"integrity: ok, hash chain verified over {loaded.stored_events} events")
+            events = counted(loaded.stored_events, "event")
+            ctx.out.line(f"integrity: ok, hash chain verified over {events}")
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
@@ -120,6 +120,7 @@ def _print(
     attempts: list[dict[str, Any]],
     state: str,
 ) -> None:
+    console = ctx.out.console  # first: without rich, say so before anything is printed
     rows = []
     for call in calls:
         seqs = " ".join(f"{k}={v}" for k, v in call["seqs"].items() if v is not None)
@@ -130,15 +131,15 @@ def _print(
             {
                 "turn": str(call["turn"]),
                 "step": str(call["step"]),
-                "call": Text(call["call_id"]),
-                "name": Text(call["name"]),
-                "arguments": Text(call["arguments"]),
+                "call": call["call_id"],
+                "name": call["name"],
+                "arguments": call["arguments"],
                 "state": call["state"],
-                "outcome": f"[{_OUTCOME_STYLE[call['outcome']]}]{outcome}[/]",
+                "outcome": styled(outcome, _OUTCOME_STYLE[call["outcome"]]),
                 "seqs": seqs,
             }
         )
-    ctx.out.console.print(fitted_table(_COLUMNS, rows, ctx.out.console.width))
+    console.print(fitted_table(_COLUMNS, rows, console.width))
     for attempt in attempts:
         ctx.out.line(
             f"failed model attempt: turn {attempt['turn']} step {attempt['step']} "

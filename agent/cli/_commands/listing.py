@@ -7,7 +7,6 @@ import shlex
 import textwrap
 
 import msgspec
-from rich.text import Text
 
 from eventlog import Event, EventLogError
 from eventlog.stores import encode_surface
@@ -16,7 +15,7 @@ from ...report import describe_session, event_json, event_summary, fault_json, t
 from .._context import Context, open_cli_store, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK
 from .._stream import verified_events
-from .._tables import Column, fitted_table, kept_columns
+from .._tables import Column, fitted_table, kept_columns, styled
 from .base import Command, add_salvage, non_negative, positive
 
 __all__ = ("SESSIONS", "SHOW", "DEFAULT_SHOW_LIMIT")
@@ -55,18 +54,19 @@ async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.out.json_mode:
         ctx.out.json({"sessions": rows, "next_after": after})
         return EXIT_OK
+    console = ctx.out.console
     cells = [
         {
-            "id": Text(row["id"]),
+            "id": row["id"],
             "created": timestamp(row["created_at"]),
             "events": str(row["events"]),
             "turns": str(row["turns"]),
             "last activity": timestamp(row["last_time"]),
-            "state": f"[{_STATE_STYLE[row['state']]}]{row['state']}[/]",
+            "state": styled(row["state"], _STATE_STYLE[row["state"]]),
         }
         for row in rows
     ]
-    ctx.out.console.print(fitted_table(_SESSION_COLUMNS, cells, ctx.out.console.width))
+    console.print(fitted_table(_SESSION_COLUMNS, cells, console.width))
     for row in rows:
         if row["error"] is not None:
             ctx.out.warn(row["error"]["message"])
@@ -180,7 +180,7 @@ class _TextPrinter:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        width = ctx.out.console.width
+        width = ctx.out.width
         kept = kept_columns(_SHOW_COLUMNS, width)
         fixed = sum(c.narrowest + 1 for c in kept if c.name != "summary")
         self._widths = {c.name: c.narrowest for c in kept}

@@ -9,7 +9,7 @@ from eventlog import Session
 from eventlog.stores import writer_alive
 from recovery import Diagnosis, repair, scan
 
-from ...report import event_summary, fault_json, timestamp
+from ...report import counted, event_summary, fault_json, timestamp
 from .._context import Context, load_session, open_cli_store
 from .._errors import EXIT_FINDINGS, EXIT_OK
 from .base import Command, add_salvage
@@ -105,7 +105,7 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
     where = f"turn {doc['open_turn']}" if doc["open_turn"] is not None else "no open turn"
     if doc["open_step"] is not None:
         where += f", step {doc['open_step']}"
-    line(f"session {sid}: {doc['head'] + 1} events, {where}")
+    line(f"session {sid}: {counted(doc['head'] + 1, 'event')}, {where}")
     for d in doc["dangling"]:
         proof = ",".join(map(str, d["proof"]))
         line(
@@ -125,7 +125,7 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
         line(f"  appended seq {a['seq']} {a['type']}: {a['summary']}")
     if appended:
         when = timestamp(doc.get("repaired_at"))
-        line(f"repaired: {len(appended)} closers appended and flushed at {when}")
+        line(f"repaired: {counted(len(appended), 'closer')} appended and flushed at {when}")
     elif doc["running"]:
         line("running: a live writer holds the session; what is open is in progress")
     elif doc["needs_repair"]:

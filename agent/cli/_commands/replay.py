@@ -6,13 +6,11 @@ import argparse
 from typing import Any
 
 import msgspec
-from rich.markup import escape
-from rich.panel import Panel
 
 from eventlog import RequestHeader, Session
 from projections import anthropic_request, messages, openai_request, request_header
 
-from ...report import fault_json, message_text
+from ...report import counted, fault_json, message_text
 from .._context import Context, load_session, open_cli_store
 from .._errors import EXIT_FINDINGS, EXIT_OK
 from .base import Command, add_salvage, non_negative
@@ -95,28 +93,22 @@ def _document(
 def _print_text(
     ctx: Context, session: Session, at: int | None, header: RequestHeader, history: Any
 ) -> None:
-    seq = session.head if at is None else at
     console = ctx.out.console
+    from rich.panel import Panel
+    from rich.text import Text
+
+    seq = session.head if at is None else at
     console.print(
-        f"session {escape(session.id)} after seq {seq}: {len(history)} messages"
-        + (f", model {escape(header.model)}" if header.model else ""),
-        highlight=False,
+        f"session {session.id} after seq {seq}: {counted(len(history), 'message')}"
+        + (f", model {header.model}" if header.model else "")
     )
     if header.system:
-        console.print(
-            Panel(escape(header.system), title="system", title_align="left", expand=False)
-        )
+        console.print(Panel(header.system, title="system", title_align="left", expand=False))
     for number, message in enumerate(history, 1):
         style = _ROLE_STYLE.get(message.role, "white")
         kind = f" ({message.source.kind})" if message.source is not None else ""
-        console.print(
-            Panel(
-                escape(message_text(message)),
-                title=f"[{style}]{number}. {message.role}{escape(kind)}[/]",
-                title_align="left",
-                expand=False,
-            )
-        )
+        title = Text(f"{number}. {message.role}{kind}", style=style)
+        console.print(Panel(message_text(message), title=title, title_align="left", expand=False))
 
 
 REPLAY = Command(
