@@ -63,12 +63,15 @@ def test_audit_names_each_error_code_and_the_failed_attempt(failures: Path) -> N
 
 
 def test_audit_exit_codes(db: Path) -> None:
-    # A finished run: 0. A crash needing repair: 1. The repaired one: 0.
+    # A finished run: 0. A crash needing repair: 1. The repaired one: still 1 (a call's
+    # outcome is unknown and the crash cut its turn; tests/test_cli_exit_rule.py has the rule).
     assert run_main("audit", "balanced", db=db).returncode == 0
     crashed = run_main("audit", "crashed", "--json", db=db)
     assert crashed.returncode == 1
     assert json.loads(crashed.stdout)["state"] == "needs repair"
-    assert run_main("audit", "repaired", db=db).returncode == 0
+    repaired = run_main("audit", "repaired", "--json", db=db)
+    assert repaired.returncode == 1
+    assert json.loads(repaired.stdout)["state"] == "balanced"
 
 
 # -- tables at 80 columns ----------------------------------------------------------------------

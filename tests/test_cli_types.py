@@ -94,7 +94,7 @@ def test_types_loads_the_apps_registry(app_db: Path, spec: str) -> None:
     # An EventTypes, a function returning one, a function registering into one: all read.
     cwd = app_db.parent
     listed = json.loads(cli("sessions", "--json", "--types", spec, db=app_db, cwd=cwd).stdout)
-    assert listed["sessions"][0]["state"] == "open turn"
+    assert listed["sessions"][0]["state"] == "needs repair"  # a turn open, nobody writing
     shown = cli("show", "shop-1", "--types", spec, db=app_db, cwd=cwd)
     assert shown.returncode == 0, shown.stderr
     assert "shop/audit" in shown.stdout and '"who":"ann"' in shown.stdout
@@ -130,7 +130,7 @@ def test_the_integrations_types_are_read_by_default(tmp_path: Path) -> None:
     db = tmp_path / "agents.db"
     anyio.run(write_agents_session, db)
     listed = json.loads(cli("sessions", "--json", db=db).stdout)["sessions"][0]
-    assert listed["state"] == "open turn" and listed["error"] is None
+    assert listed["state"] == "needs repair" and listed["error"] is None
     shown = cli("show", "conversation-1", db=db)
     assert shown.returncode == 0, shown.stderr
     assert "openai_agents/pop" in shown.stdout

@@ -59,13 +59,13 @@ def test_sessions_list_filters_by_state_and_metadata(client: TestClient) -> None
     assert {k: found[k] for k in ("balanced", "crashed", "open", "corrupt", "failures")} == {
         "balanced": "balanced",
         "crashed": "needs repair",
-        "open": "open turn",
+        "open": "needs repair",
         "corrupt": "corrupt",
         "failures": "balanced",
     }
-    # By state: only the crashed one needs repair.
+    # By state: the crashed one and the one cut between steps need repair.
     crashed = client.get("/", params={"state": "needs repair"}).text
-    assert re.findall(r'<a href="/s/([^"]+)"', crashed) == ["crashed"]
+    assert re.findall(r'<a href="/s/([^"]+)"', crashed) == ["crashed", "open"]
     # By metadata.
     by_meta = client.get("/", params={"meta": "run=balanced"}).text
     matched = re.findall(r'<a href="/s/([^"]+)"', by_meta)

@@ -23,13 +23,15 @@ from ._safe import SafeStream
 __all__ = ("build_parser", "main")
 
 _EPILOG = """\
-exit codes:
-  0  fine
-  1  findings: a damaged log (any command that reads it) or database file (verify), a
-     session needing repair (audit, recover), a failed tool call or model attempt (audit)
-  2  usage or input error: bad arguments, bad store URL, missing session or file
-`sessions` lists a damaged session as `corrupt` and still exits 0. With --json, an error is
-one JSON object on stderr: {"error": {"type", "message", "exit", "seq"}}.
+exit codes (one rule for every command; see docs/cli.md):
+  0  intact and nothing owed: every session read is balanced, or running (a live writer)
+  1  findings: a damaged log or database file; a session that needs repair (a turn open
+     with no live writer: sessions, audit, recover); in audit also a call that failed or
+     whose outcome is unknown, a failed model attempt, a turn that failed or a crash cut
+  2  usage or input error: bad arguments, bad store URL, missing session or file, a
+     missing extra (`pip install 'eventlog[cli]'` for tables; --json never needs it)
+With --json, an error is one JSON object on stderr: {"error": {"type", "message", "exit",
+"seq"}}. Stored text is printed as data: control characters appear as \\uXXXX escapes.
 store URL: --db, else $EVENTLOG_DB, else sqlite:///eventlog.db; a bare path means a SQLite file.
 """
 

@@ -7,6 +7,12 @@ from ._fates import (
     FAILED_FATES as FAILED_FATES,
 )
 from ._fates import (
+    FAILED_TURN_ENDS as FAILED_TURN_ENDS,
+)
+from ._fates import (
+    FINDING_STATES as FINDING_STATES,
+)
+from ._fates import (
     Fate as Fate,
 )
 from ._fates import (
@@ -26,6 +32,9 @@ from ._fates import (
 )
 from ._fates import (
     failed_attempts as failed_attempts,
+)
+from ._fates import (
+    failed_turns as failed_turns,
 )
 from ._fates import (
     result_fate as result_fate,
@@ -72,6 +81,8 @@ __all__ = (
     "load_session",
     "run_spans",
     "FAILED_FATES",
+    "FAILED_TURN_ENDS",
+    "FINDING_STATES",
     "Fate",
     "SessionState",
     "call_arguments",
@@ -79,6 +90,7 @@ __all__ = (
     "call_fate",
     "call_row",
     "failed_attempts",
+    "failed_turns",
     "result_fate",
     "session_state",
 )

@@ -85,7 +85,7 @@ async def sessions_view(
         "rows": rows,
         "state": state or "",
         "meta": meta or "",
-        "states": ("balanced", "open turn", "running", "needs repair", "corrupt", "unknown type"),
+        "states": ("balanced", "running", "needs repair", "corrupt", "unknown type"),
         "next_after": None if scanned_all else cursor,
     }
 

@@ -13,7 +13,7 @@ from eventlog.stores import encode_surface
 
 from ...report import describe_session, event_json, event_summary, fault_json, timestamp
 from .._context import Context, open_cli_store, stored_record
-from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._errors import EXIT_FINDINGS, EXIT_OK, states_exit
 from .._stream import verified_events
 from .._tables import Column, fitted_table, kept_columns, styled
 from .base import Command, add_salvage, non_negative, positive
@@ -23,7 +23,6 @@ __all__ = ("SESSIONS", "SHOW", "DEFAULT_SHOW_LIMIT")
 #: How each state is coloured on a terminal.
 _STATE_STYLE = {
     "balanced": "green",
-    "open turn": "yellow",
     "running": "blue",
     "needs repair": "red",
     "corrupt": "bold red",
@@ -51,9 +50,12 @@ async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
         infos = await store.list(after=args.after, limit=args.limit)
         rows = [await describe_session(store, info) for info in infos]
     after = infos[-1].id if len(infos) == args.limit else None
+    # One rule with audit, verify and recover: 1 when a listed session is damaged or needs
+    # repair (this page's sessions; the next page answers for its own).
+    code = states_exit(row["state"] for row in rows)
     if ctx.out.json_mode:
         ctx.out.json({"sessions": rows, "next_after": after})
-        return EXIT_OK
+        return code
     console = ctx.out.console
     cells = [
         {
@@ -72,7 +74,7 @@ async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
             ctx.out.warn(row["error"]["message"])
     if after is not None:
         ctx.out.line(f"more: eventlog sessions --after {after}")
-    return EXIT_OK
+    return code
 
 
 # -- show --------------------------------------------------------------------------------------
@@ -262,7 +264,8 @@ def _wanted(args: argparse.Namespace, event: Event, turn: int | None) -> bool:
 
 SESSIONS = Command(
     "sessions",
-    "list sessions: id, created, events, turns, last activity, state",
+    "list sessions: id, created, events, turns, last activity, state (exit 1: one is "
+    "corrupt or needs repair)",
     _configure_sessions,
     _run_sessions,
 )

@@ -9,9 +9,9 @@ from eventlog import Session
 from eventlog.stores import writer_alive
 from recovery import Diagnosis, repair, scan
 
-from ...report import counted, event_summary, fault_json, timestamp
+from ...report import counted, event_summary, fault_json, session_state, timestamp
 from .._context import Context, load_session, open_cli_store
-from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._errors import EXIT_OK, states_exit
 from .base import Command, add_salvage
 
 __all__ = ("RECOVER",)
@@ -41,9 +41,12 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
             doc["fault"] = fault_json(loaded.fault)
             doc["running"] = running
             _report(ctx, doc, loaded.session, ())
-            # A live writer's open step is work in progress, not a crash: nothing to repair.
-            needs = (diagnosis.needs_repair and not running) or loaded.fault is not None
-            return EXIT_FINDINGS if needs else EXIT_OK
+            # The state every command judges by: a live writer's open step is work in
+            # progress, not a crash; a damaged log or an open turn nobody writes is a finding.
+            state = session_state(
+                loaded.session, loaded.fault, running=running, unknown=loaded.unknown
+            )
+            return states_exit([state])
         # The full chain check, not the default open's (from the latest snapshot on): repair
         # itself needs nothing older (the snapshot's timeline keeps the open step and every
         # unanswered call, and repair reads a recorded outcome from the store), but this
