@@ -16,7 +16,7 @@ from eventlog.stores import LogStore
 
 from ._views import events_page, seen_view, session_view
 
-__all__ = ("ExportedPage", "export_html", "render")
+__all__ = ("ExportedPage", "asset", "export_html", "render")
 
 #: Raw events an exported page carries (the rest are a command away: ``eventlog show``).
 EXPORT_EVENTS = 2000
@@ -34,7 +34,8 @@ def _environment() -> jinja2.Environment:
 
 
 @cache
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A file of the package's ``static`` directory, as text."""
     return (resources.files("agent.web") / "static" / name).read_text(encoding="utf-8")
 
 
@@ -42,8 +43,8 @@ def render(template: str, *, root: str = "/", exported: str = "", **values: Any)
     """Render ``template`` with the inlined assets and the page-wide values."""
     page = _environment().get_template(template)
     return page.render(
-        css=_asset("app.css"),
-        js="" if exported else _asset("app.js"),
+        css=asset("app.css"),
+        js="" if exported else asset("app.js"),
         root=root,
         exported=exported,
         **values,
