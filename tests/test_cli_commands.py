@@ -173,12 +173,18 @@ def test_replay_text(db: Path) -> None:
     assert "never started" in result.stdout  # the recovery text the model sees
 
 
-def test_replay_at_a_seq_past_the_end_is_an_input_error(db: Path) -> None:
-    result = cli("replay", "open", "--at", "99", db=db)
+def test_replay_at_a_seq_outside_the_log_is_an_input_error(db: Path) -> None:
+    # Past the end: the message names the seqs there are (no "-1": it is not one of them).
+    result = run_main("replay", "open", "--at", "99", db=db)
     assert result.returncode == 2
     assert result.stderr == (
-        "eventlog: error: session 'open': at=99 is not a seq of the log (-1..3)\n"
+        "eventlog: error: --at 99: session 'open' has events 0..3 (read); SEQ is one of them\n"
     )
+    # Negative: refused by the argument itself, in either spelling.
+    for words in (["--at", "-1"], ["--at=-1"]):
+        refused = cli("replay", "open", *words, db=db)
+        assert refused.returncode == 2
+        assert "argument --at: expected 0 or more, got -1" in refused.stderr
 
 
 # -- audit -------------------------------------------------------------------------------------

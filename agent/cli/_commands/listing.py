@@ -14,6 +14,7 @@ from eventlog.stores import encode_surface
 from ...report import describe_session, event_json, event_summary, fault_json, timestamp
 from .._context import Context, open_cli_store, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK, states_exit
+from .._safe import terminal_safe
 from .._stream import verified_events
 from .._tables import Column, fitted_table, kept_columns, styled
 from .base import Command, add_salvage, non_negative, positive
@@ -172,6 +173,11 @@ def _more_hint(args: argparse.Namespace, seq: int) -> str:
     return shlex.join(words)
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, words whole where they fit."""
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+
+
 def _versioned(type_: str, version: int) -> str:
     # The stored payload version, shown where it is past the first (the event was upcast on read).
     return type_ if version == 1 else f"{type_} (v{version})"
@@ -191,21 +197,22 @@ class _TextPrinter:
         self._line({c.name: c.name for c in kept})
 
     def _line(self, cells: dict[str, str]) -> None:
-        summary = textwrap.wrap(cells["summary"], self._widths["summary"]) or [""]
-        head = []
-        for column in self._columns:
-            text = summary[0] if column.name == "summary" else cells[column.name]
-            if column.justify == "right":
-                head.append(text.rjust(self._widths[column.name]))
-            else:
-                head.append(text.ljust(self._widths[column.name]))
-        lines = [" ".join(head).rstrip()]
-        indent = " " * sum(self._widths[c.name] + 1 for c in self._columns[: self._summary_index()])
-        lines += [indent + rest for rest in summary[1:]]
+        # Every cell wraps in its own column (a long type such as ``app/x (v2) (ignorable)``
+        # as well as the summary), so no cell pushes the columns after it out of line. Cells
+        # are measured as they will print: escaped.
+        wrapped = {
+            c.name: _wrap(terminal_safe(cells[c.name]), self._widths[c.name]) for c in self._columns
+        }
+        lines = []
+        for row in range(max(len(pieces) for pieces in wrapped.values())):
+            parts = []
+            for column in self._columns:
+                pieces = wrapped[column.name]
+                text = pieces[row] if row < len(pieces) else ""
+                width = self._widths[column.name]
+                parts.append(text.rjust(width) if column.justify == "right" else text.ljust(width))
+            lines.append(" ".join(parts).rstrip())
         self._ctx.out.stdout.write("\n".join(lines) + "\n")
-
-    def _summary_index(self) -> int:
-        return [c.name for c in self._columns].index("summary")
 
     def event(self, event: Event, version: int) -> None:
         self._line(

@@ -12,7 +12,7 @@ from projections import anthropic_request, messages, openai_request, request_hea
 
 from ...report import counted, fault_json, message_text
 from .._context import Context, load_session, open_cli_store
-from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
 from .base import Command, add_salvage, non_negative
 
 __all__ = ("REPLAY",)
@@ -24,7 +24,11 @@ _ROLE_STYLE = {"user": "cyan", "assistant": "green", "tool": "magenta"}
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session_id", metavar="ID")
     parser.add_argument(
-        "--at", type=non_negative, metavar="SEQ", help="as it stood after event SEQ (default: now)"
+        "--at",
+        type=non_negative,
+        metavar="SEQ",
+        help="as it stood after event SEQ, one of the log's seqs 0..head (default: now); a "
+        "negative SEQ is refused",
     )
     parser.add_argument(
         "--format",
@@ -40,6 +44,12 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url, types=ctx.types) as store:
         loaded = await load_session(store, args.session_id, salvage=args.salvage)
         session = loaded.session
+        if args.at is not None and args.at > session.head:
+            readable = "read" if loaded.fault is None else "read before the damage"
+            raise CliError(
+                f"--at {args.at}: session {session.id!r} has events 0..{session.head} "
+                f"({readable}); SEQ is one of them"
+            )
         history = messages(session, at=args.at)
         # A provider body carries the bytes of the images and files the messages reference.
         attachments = (
