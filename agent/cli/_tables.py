@@ -95,4 +95,6 @@ def styled(text: str, style: str) -> Any:
     """``text`` as one cell in ``style`` (a rich Text; needs rich: extra ``cli``)."""
     from rich.text import Text
 
-    return Text.styled(text, style)  # a span, so the padding stays unstyled
+    # Escaped before rich sees it: its Text drops some control characters (BEL, CR...),
+    # and stored text is shown as data, not trimmed. A span, so padding stays unstyled.
+    return Text.styled(terminal_safe(text), style)

@@ -11,6 +11,7 @@ from eventlog import Event
 from ...report import event_json, event_summary, timestamp
 from .._context import Context, open_cli_store
 from .._errors import EXIT_OK
+from .._safe import terminal_safe
 from .base import Command, non_negative, positive
 
 __all__ = ("FOLLOW", "FORK")
@@ -60,7 +61,7 @@ def _print_event(ctx: Context, event: Event) -> None:
             " ",
             (event.type, "bold"),
             " ",
-            event_summary(event),
+            terminal_safe(event_summary(event)),  # before rich's Text drops BEL, CR...
         )
         ctx.out.console.print(row, soft_wrap=True)
     ctx.out.stdout.flush()
