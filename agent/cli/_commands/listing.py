@@ -175,7 +175,7 @@ def _more_hint(args: argparse.Namespace, seq: int) -> str:
 
 def _wrap(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` characters, words whole where they fit."""
-    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+    return textwrap.wrap(text, width) or [""]
 
 
 def _versioned(type_: str, version: int) -> str:
