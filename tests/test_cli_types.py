@@ -79,6 +79,12 @@ def test_an_unknown_type_is_a_state_of_its_own(app_db: Path) -> None:
     document = json.loads(audited.stdout)
     assert document["state"] == "unknown type"
     assert document["unknown"]["seq"] == 1
+    # recover gives no verdict past it (the turn that looks open may close there): exit 0, as
+    # sessions and audit, and it does not say "needs repair".
+    recovered = cli("recover", "shop-1", db=app_db)
+    assert recovered.returncode == 0, recovered.stderr
+    assert "no diagnosis past seq 1: unknown type 'shop/audit'" in recovered.stdout
+    assert "needs repair" not in recovered.stdout
 
 
 def test_a_damaged_row_after_the_unknown_type_is_still_corrupt(app_db: Path) -> None:

@@ -14,6 +14,7 @@ import jinja2
 from eventlog import EventLogError
 from eventlog.stores import LogStore
 
+from ..report import counted
 from ._views import events_page, seen_view, session_view
 
 __all__ = ("ExportedPage", "asset", "export_html", "render")
@@ -24,13 +25,15 @@ EXPORT_EVENTS = 2000
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("agent.web", "templates"),
         autoescape=jinja2.select_autoescape(("html",), default=True),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    environment.globals["counted"] = counted  # "1 event", "2 events", as the command says
+    return environment
 
 
 @cache

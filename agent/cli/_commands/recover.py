@@ -9,7 +9,14 @@ from eventlog import Session
 from eventlog.stores import writer_alive
 from recovery import Diagnosis, repair, scan
 
-from ...report import counted, event_summary, fault_json, session_state, timestamp
+from ...report import (
+    counted,
+    event_summary,
+    fault_json,
+    session_state,
+    timestamp,
+    unknown_json,
+)
 from .._context import Context, load_session, open_cli_store
 from .._errors import EXIT_OK, states_exit
 from .base import Command, add_salvage
@@ -40,6 +47,8 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
             doc = _diagnosis_json(diagnosis)
             doc["fault"] = fault_json(loaded.fault)
             doc["running"] = running
+            if loaded.unknown is not None:  # only then: the document's shape is otherwise as it was
+                doc["unknown"] = unknown_json(loaded.unknown)
             _report(ctx, doc, loaded.session, ())
             # The state every command judges by: a live writer's open step is work in
             # progress, not a crash; a damaged log or an open turn nobody writes is a finding.
@@ -131,6 +140,9 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
         line(f"repaired: {counted(len(appended), 'closer')} appended and flushed at {when}")
     elif doc["running"]:
         line("running: a live writer holds the session; what is open is in progress")
+    elif doc.get("unknown"):
+        # What looks open may close past the event this reader cannot decode: no verdict.
+        line(f"no diagnosis past seq {doc['unknown']['seq']}: {doc['unknown']['message']}")
     elif doc["needs_repair"]:
         line(f"needs repair: run `eventlog recover {sid} --apply`")
     else:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 import anyio
 import msgspec
@@ -16,6 +16,7 @@ import msgspec
 from eventlog import EventLogError, SessionNotFoundError, validate_session_id
 from eventlog.stores import GENESIS_HASH, LogLoader, LogStore, rechain, row_digests, verify_rows
 
+from ...report import counted
 from .._context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
 from .._extras import optional
@@ -116,7 +117,9 @@ async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.out.json_mode:
         ctx.out.json({"session": loaded.session.id, "spans": sent, "endpoint": args.endpoint})
     else:
-        ctx.out.line(f"sent session {loaded.session.id}: {sent} spans to {args.endpoint}")
+        ctx.out.line(
+            f"sent session {loaded.session.id}: {counted(sent, 'span')} to {args.endpoint}"
+        )
     if loaded.fault is not None:
         ctx.out.warn(f"{loaded.fault}; the trace stops before it")
         return EXIT_FINDINGS
@@ -207,12 +210,12 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
             for data in exported.attachments.values():
                 await store.put_attachment(data)
             await store.restore(exported.record, exported.rows)
-    imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
+    imported: list[dict[str, Any]] = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
     if ctx.out.json_mode:
         ctx.out.json({"imported": imported})
     else:
         for item in imported:
-            ctx.out.line(f"imported session {item['id']}: {item['events']} events")
+            ctx.out.line(f"imported session {item['id']}: {counted(item['events'], 'event')}")
     return EXIT_OK
 
 
