@@ -76,3 +76,39 @@ def test_a_header_row_says_what_changed(db: Path) -> None:
 def test_counts_agree_with_their_nouns(db: Path) -> None:
     assert "1 session verified, 0 with findings" in run_main("verify", "--all", db=db).stdout
     assert "ok    s1  6 events, hash chain intact" in run_main("verify", "s1", db=db).stdout
+
+
+def test_show_on_a_terminal_that_does_not_say_its_size(db: Path) -> None:
+    # A real pseudo-terminal of size 0x0 (as a fresh pty is): rows are 80 wide, not one column.
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    try:
+        child = subprocess.run(
+            [sys.executable, "-m", "eventlog", "--db", url_of(db), "show", "s1"],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal is closed once all is read
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(leader)
+    assert child.returncode == 0, child.stderr
+    lines = out.decode().splitlines()
+    assert "summary" in lines[0] and max(len(line) for line in lines) <= 80
+    assert any("turn 1 completed" in line for line in lines)

@@ -96,9 +96,16 @@ class Output:
         """The width tables and rows fit: the terminal's, else ``$COLUMNS`` or 200."""
         if self._consoles is not None:
             return self._consoles[0].width
-        if _isatty(self._raw_out):
-            return os.get_terminal_size(self._raw_out.fileno()).columns
-        return _pipe_width()
+        if not _isatty(self._raw_out):
+            return _pipe_width()
+        columns = os.environ.get("COLUMNS", "")  # as rich reads it: the caller's word first
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        try:
+            size = os.get_terminal_size(self._raw_out.fileno()).columns
+        except (OSError, ValueError):
+            size = 0
+        return size if size > 0 else 80  # a terminal that does not say its size
 
     def json(self, value: Any) -> None:
         """Print ``value`` (builtins or msgspec structs) as one indented JSON document."""
