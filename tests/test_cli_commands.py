@@ -44,13 +44,13 @@ def test_the_fixture_run_has_what_the_tests_rely_on() -> None:
 
 def test_sessions_lists_every_state(db: Path) -> None:
     result = cli("sessions", "--json", db=db)
-    assert result.returncode == 0
+    assert result.returncode == 1  # one is corrupt, two need repair
     rows = {row["id"]: row for row in as_json(result)["sessions"]}
     assert {sid: row["state"] for sid, row in rows.items()} == {
         "balanced": "balanced",
         "corrupt": "corrupt",
         "crashed": "needs repair",
-        "open": "open turn",
+        "open": "needs repair",
         "repaired": "balanced",
     }
     assert rows["balanced"]["events"] == len(the_run()) + 1  # + the app/note
@@ -75,9 +75,9 @@ def test_sessions_lists_every_state(db: Path) -> None:
 
 def test_sessions_table_is_plain_text_when_piped(db: Path) -> None:
     result = cli("sessions", db=db)
-    assert result.returncode == 0
+    assert result.returncode == 1
     assert "\x1b[" not in result.stdout  # colour only on a terminal
-    for needle in ("balanced", "needs repair", "open turn", "corrupt", "last activity"):
+    for needle in ("balanced", "needs repair", "corrupt", "last activity"):
         assert needle in result.stdout
     assert f"session 'corrupt', seq {CORRUPT_SEQ}: hash mismatch" in result.stderr
 
@@ -173,12 +173,18 @@ def test_replay_text(db: Path) -> None:
     assert "never started" in result.stdout  # the recovery text the model sees
 
 
-def test_replay_at_a_seq_past_the_end_is_an_input_error(db: Path) -> None:
-    result = cli("replay", "open", "--at", "99", db=db)
+def test_replay_at_a_seq_outside_the_log_is_an_input_error(db: Path) -> None:
+    # Past the end: the message names the seqs there are (no "-1": it is not one of them).
+    result = run_main("replay", "open", "--at", "99", db=db)
     assert result.returncode == 2
     assert result.stderr == (
-        "eventlog: error: session 'open': at=99 is not a seq of the log (-1..3)\n"
+        "eventlog: error: --at 99: session 'open' has events 0..3 (read); SEQ is one of them\n"
     )
+    # Negative: refused by the argument itself, in either spelling.
+    for words in (["--at", "-1"], ["--at=-1"]):
+        refused = cli("replay", "open", *words, db=db)
+        assert refused.returncode == 2
+        assert "argument --at: expected 0 or more, got -1" in refused.stderr
 
 
 # -- audit -------------------------------------------------------------------------------------
@@ -223,7 +229,7 @@ def test_audit_classes_every_call_with_proving_seqs(db: Path) -> None:
 
 def test_audit_table_and_integrity_line(db: Path) -> None:
     result = cli("audit", "repaired", db=db)
-    assert result.returncode == 0
+    assert result.returncode == 1  # repaired, but a call's outcome is unknown: a finding
     assert "outcome unknown" in result.stdout and "not started" in result.stdout
     assert f"integrity: ok, hash chain verified over {CRASH_STOP + 5} events" in result.stdout
 

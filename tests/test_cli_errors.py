@@ -94,7 +94,7 @@ def test_usage_errors_are_one_line() -> None:
 
 def test_store_from_environment_and_default(db: Path, tmp_path: Path) -> None:
     by_env = cli("sessions", "--json", EVENTLOG_DB=url_of(db))
-    assert by_env.returncode == 0 and '"balanced"' in by_env.stdout
+    assert by_env.returncode == 1 and '"balanced"' in by_env.stdout  # damaged ones: 1
     bare_path = cli("verify", "balanced", EVENTLOG_DB=str(db))
     assert bare_path.returncode == 0
     default = cli("sessions", cwd=tmp_path)

@@ -79,6 +79,12 @@ def test_an_unknown_type_is_a_state_of_its_own(app_db: Path) -> None:
     document = json.loads(audited.stdout)
     assert document["state"] == "unknown type"
     assert document["unknown"]["seq"] == 1
+    # recover gives no verdict past it (the turn that looks open may close there): exit 0, as
+    # sessions and audit, and it does not say "needs repair".
+    recovered = cli("recover", "shop-1", db=app_db)
+    assert recovered.returncode == 0, recovered.stderr
+    assert "no diagnosis past seq 1: unknown type 'shop/audit'" in recovered.stdout
+    assert "needs repair" not in recovered.stdout
 
 
 def test_a_damaged_row_after_the_unknown_type_is_still_corrupt(app_db: Path) -> None:
@@ -94,7 +100,7 @@ def test_types_loads_the_apps_registry(app_db: Path, spec: str) -> None:
     # An EventTypes, a function returning one, a function registering into one: all read.
     cwd = app_db.parent
     listed = json.loads(cli("sessions", "--json", "--types", spec, db=app_db, cwd=cwd).stdout)
-    assert listed["sessions"][0]["state"] == "open turn"
+    assert listed["sessions"][0]["state"] == "needs repair"  # a turn open, nobody writing
     shown = cli("show", "shop-1", "--types", spec, db=app_db, cwd=cwd)
     assert shown.returncode == 0, shown.stderr
     assert "shop/audit" in shown.stdout and '"who":"ann"' in shown.stdout
@@ -130,7 +136,7 @@ def test_the_integrations_types_are_read_by_default(tmp_path: Path) -> None:
     db = tmp_path / "agents.db"
     anyio.run(write_agents_session, db)
     listed = json.loads(cli("sessions", "--json", db=db).stdout)["sessions"][0]
-    assert listed["state"] == "open turn" and listed["error"] is None
+    assert listed["state"] == "needs repair" and listed["error"] is None
     shown = cli("show", "conversation-1", db=db)
     assert shown.returncode == 0, shown.stderr
     assert "openai_agents/pop" in shown.stdout

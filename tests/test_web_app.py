@@ -41,7 +41,9 @@ def client(db: Path) -> Iterator[TestClient]:
     from agent.web import create_app
 
     # The app opens the store at startup and closes it at shutdown (its lifespan).
-    with TestClient(create_app(url_of(db), types=cli_types())) as test_client:
+    # As a browser on this machine asks: Host 127.0.0.1 (any other name is refused).
+    app = create_app(url_of(db), types=cli_types())
+    with TestClient(app, base_url="http://127.0.0.1:8765") as test_client:
         yield test_client
 
 
@@ -59,13 +61,13 @@ def test_sessions_list_filters_by_state_and_metadata(client: TestClient) -> None
     assert {k: found[k] for k in ("balanced", "crashed", "open", "corrupt", "failures")} == {
         "balanced": "balanced",
         "crashed": "needs repair",
-        "open": "open turn",
+        "open": "needs repair",
         "corrupt": "corrupt",
         "failures": "balanced",
     }
-    # By state: only the crashed one needs repair.
+    # By state: the crashed one and the one cut between steps need repair.
     crashed = client.get("/", params={"state": "needs repair"}).text
-    assert re.findall(r'<a href="/s/([^"]+)"', crashed) == ["crashed"]
+    assert re.findall(r'<a href="/s/([^"]+)"', crashed) == ["crashed", "open"]
     # By metadata.
     by_meta = client.get("/", params={"meta": "run=balanced"}).text
     matched = re.findall(r'<a href="/s/([^"]+)"', by_meta)
@@ -175,6 +177,10 @@ def test_serve_binds_loopback_and_answers(db: Path) -> None:
         assert match, line
         reply = httpx2.get(match[1] + "s/crashed", timeout=30)
         assert reply.status_code == 200 and "outcome unknown" in reply.text
+        # A page elsewhere that rebinds its name to this address is refused.
+        foreign = httpx2.get(match[1], headers={"host": "rebind.example:80"}, timeout=30)
+        assert foreign.status_code == 400 and "crashed" not in foreign.text
+        assert foreign.headers["x-frame-options"] == "DENY"
     finally:
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)
@@ -195,7 +201,7 @@ def test_a_long_session_is_drawn_a_page_of_turns_at_a_time(tmp_path: Path) -> No
 
     url = url_of(tmp_path / "long.db")
     anyio.run(fill, url)
-    with TestClient(create_app(url)) as client:
+    with TestClient(create_app(url), base_url="http://localhost") as client:
         # The latest 50 turns by default, with the way to the earlier ones.
         latest = client.get("/s/long").text
         assert re.findall(r'<div class="label" title="(turn \d+)"', latest)[0] == "turn 71"

@@ -1,8 +1,18 @@
-"""Exit codes and the one-line error the command prints instead of a traceback."""
+"""Exit codes and the one-line error the command prints instead of a traceback.
+
+One rule for every command (docs/cli.md): 0 when what the command looked at is intact and
+owes nothing (``balanced``, or ``running``: a live writer's open turn is work in progress);
+1 for a finding: a damaged log or file, a session that needs repair (a turn open with no live
+writer), and for ``audit`` also what went wrong in the run; 2 when the command could not run.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from eventlog import CorruptLogError, EventLogError, UnsupportedFormatError
+
+from ..report import FINDING_STATES
 
 __all__ = (
     "EXIT_FINDINGS",
@@ -12,6 +22,7 @@ __all__ = (
     "exit_code_for",
     "is_finding",
     "one_line",
+    "states_exit",
 )
 
 #: Everything is fine.
@@ -47,3 +58,9 @@ def exit_code_for(exc: EventLogError, command: str | None = None) -> int:
     if command == "verify" and isinstance(exc, CorruptLogError | UnsupportedFormatError):
         return EXIT_FINDINGS
     return EXIT_FINDINGS if is_finding(exc) else EXIT_USAGE
+
+
+def states_exit(states: Iterable[str]) -> int:
+    """The exit code of sessions in ``states`` (:data:`~agent.report.SessionState` words):
+    :data:`EXIT_FINDINGS` when one is ``corrupt`` or ``needs repair``, else :data:`EXIT_OK`."""
+    return EXIT_FINDINGS if any(state in FINDING_STATES for state in states) else EXIT_OK

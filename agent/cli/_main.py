@@ -18,17 +18,20 @@ from ._context import Context, resolve_url
 from ._errors import EXIT_USAGE, CliError, exit_code_for, one_line
 from ._output import Output
 from ._registry import load_types
+from ._safe import SafeStream
 
 __all__ = ("build_parser", "main")
 
 _EPILOG = """\
-exit codes:
-  0  fine
-  1  findings: a damaged log (any command that reads it) or database file (verify), a
-     session needing repair (audit, recover), a failed tool call or model attempt (audit)
-  2  usage or input error: bad arguments, bad store URL, missing session or file
-`sessions` lists a damaged session as `corrupt` and still exits 0. With --json, an error is
-one JSON object on stderr: {"error": {"type", "message", "exit", "seq"}}.
+exit codes (one rule for every command; see docs/cli.md):
+  0  intact and nothing owed: every session read is balanced, or running (a live writer)
+  1  findings: a damaged log or database file; a session that needs repair (a turn open
+     with no live writer: sessions, audit, recover); in audit also a call that failed or
+     whose outcome is unknown, a failed model attempt, a turn that failed or a crash cut
+  2  usage or input error: bad arguments, bad store URL, missing session or file, a
+     missing extra (`pip install 'eventlog[cli]'` for tables; --json never needs it)
+With --json, an error is one JSON object on stderr: {"error": {"type", "message", "exit",
+"seq"}}. Stored text is printed as data: control characters appear as \\uXXXX escapes.
 store URL: --db, else $EVENTLOG_DB, else sqlite:///eventlog.db; a bare path means a SQLite file.
 """
 
@@ -102,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _Parser.json_errors = "--json" in words
     args = build_parser().parse_args(words)
     json_mode = getattr(args, "json", False)
-    out = Output(json_mode=json_mode)
+    out = Output(json_mode=json_mode, command=args.command)
     try:
         types = load_types(getattr(args, "type_registries", ()))
         ctx = Context(url=resolve_url(getattr(args, "db", None)), out=out, types=types)
@@ -137,13 +140,15 @@ def _reader_left() -> int:
 
 
 def _fail(message: str, kind: str, code: int, *, json_mode: bool, seq: int | None = None) -> None:
-    """Report the error that ends the command: one line, or one JSON object under ``--json``."""
+    """Report the error that ends the command: one line, or one JSON object under ``--json``
+    (escaped for the terminal: a message may quote stored text)."""
+    stderr = SafeStream(sys.stderr)
     if json_mode:
         error = {"type": kind, "message": one_line(message), "exit": code, "seq": seq}
-        sys.stderr.write(msgspec.json.encode({"error": error}).decode() + "\n")
+        stderr.write(msgspec.json.encode({"error": error}).decode() + "\n")
     else:
-        sys.stderr.write(f"eventlog: error: {one_line(message)}\n")
-    sys.stderr.flush()
+        stderr.write(f"eventlog: error: {one_line(message)}\n")
+    stderr.flush()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,12 +4,14 @@ wrapped they cannot fit, the least important columns are dropped first."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from rich.table import Table
-from rich.text import Text
+from ._safe import terminal_safe
 
-__all__ = ("Column", "fitted_table", "kept_columns")
+if TYPE_CHECKING:
+    from rich.table import Table
+
+__all__ = ("Column", "fitted_table", "kept_columns", "styled")
 
 #: What a column costs beyond its text in rich's default box: a border and a space each side.
 _CELL_FRAME = 3
@@ -54,7 +56,8 @@ _LONGEST_WORD = 24
 
 
 def _plain(cell: Any) -> str:
-    return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+    # As the console prints it: no markup, every unsafe character escaped.
+    return terminal_safe(cell.plain if hasattr(cell, "plain") else str(cell))
 
 
 def _longest_word(cell: Any) -> int:
@@ -64,7 +67,9 @@ def _longest_word(cell: Any) -> int:
 def fitted_table(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]], width: int) -> Table:
     """A rich table of ``rows`` (column name -> cell) that fits ``width`` characters: each
     column is at least as wide as its longest word (up to 24), so words wrap whole, and the
-    room left goes to the most important columns first."""
+    room left goes to the most important columns first (needs rich: extra ``cli``)."""
+    from rich.table import Table
+
     narrowest = {
         c.name: max([c.narrowest, *(_longest_word(row[c.name]) for row in rows)]) for c in columns
     }
@@ -84,3 +89,12 @@ def fitted_table(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]], w
     for row in rows:
         table.add_row(*(row[c.name] for c in kept))
     return table
+
+
+def styled(text: str, style: str) -> Any:
+    """``text`` as one cell in ``style`` (a rich Text; needs rich: extra ``cli``)."""
+    from rich.text import Text
+
+    # Escaped before rich sees it: its Text drops some control characters (BEL, CR...),
+    # and stored text is shown as data, not trimmed. A span, so padding stays unstyled.
+    return Text.styled(terminal_safe(text), style)

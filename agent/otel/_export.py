@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+import socket
+import urllib.parse
+from collections.abc import Callable, Iterator
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -12,6 +16,7 @@ from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
 from eventlog import EventLogError, Session
 
+from ..report import counted
 from ._mapping import SCHEMA_URL, SpanBuilder
 
 __all__ = ("DEFAULT_ENDPOINT", "TraceObserver", "export_otlp", "session_spans", "trace_session")
@@ -60,7 +65,13 @@ def export_otlp(
     """Send ``session`` as a trace to the OTLP/HTTP receiver at ``endpoint`` (its traces URL;
     a bare ``http://host:port`` gets ``/v1/traces``); return the number of spans sent.
 
-    :raises EventLogError: the receiver did not accept them (names the endpoint).
+    Fails fast: a receiver nobody listens at is found with one connection attempt (at most
+    ``timeout`` seconds, 3 at most) before any span is built; a receiver that answers but does
+    not accept is retried by the exporter within ``timeout``, and its log lines are collected
+    into the error instead of printed.
+
+    :raises EventLogError: the receiver cannot be reached or did not accept the spans (the
+        message names the endpoint and the reason).
     """
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -69,19 +80,72 @@ def export_otlp(
         if endpoint.rstrip("/").endswith("/v1/traces")
         else endpoint.rstrip("/") + "/v1/traces"
     )
+    _reachable(session, url, min(timeout, _CONNECT_TIMEOUT))
     spans = session_spans(session, include_content=include_content)
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
-    try:
-        result = exporter.export(spans)
-    finally:
-        exporter.shutdown()  # type: ignore[no-untyped-call]
+    with _collected_logs() as said:
+        try:
+            result = exporter.export(spans)
+        finally:
+            exporter.shutdown()  # type: ignore[no-untyped-call]
     if result is not SpanExportResult.SUCCESS:
+        why = f": {said[-1]}" if said else ""
         raise EventLogError(
-            f"session {session.id!r}: the OTLP receiver at {url} did not accept {len(spans)} spans",
+            f"session {session.id!r}: the OTLP receiver at {url} did not accept "
+            f"{counted(len(spans), 'span')}{why}",
             session_id=session.id,
             hint="is a receiver listening there (OTLP over HTTP, protobuf)?",
         )
     return len(spans)
+
+
+#: How long the check that a receiver listens waits for the connection.
+_CONNECT_TIMEOUT = 3.0
+
+
+def _reachable(session: Session, url: str, timeout: float) -> None:
+    """Connect once to the host and port of ``url``, so a dead endpoint fails at once instead
+    of after the exporter's retries.
+
+    :raises EventLogError: nothing accepts connections there.
+    """
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("expected http://host:port/…")
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            pass
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise EventLogError(
+            f"session {session.id!r}: cannot reach the OTLP receiver at {url}: "
+            f"{reason or type(exc).__name__}",
+            session_id=session.id,
+            hint="start a receiver there (OTLP over HTTP, protobuf), or pass --endpoint",
+        ) from None
+
+
+@contextlib.contextmanager
+def _collected_logs() -> Iterator[list[str]]:
+    """The exporter's log lines while it works, kept (the last is the reason of a failure)
+    instead of printed: the failure is reported once, as an error."""
+    logger = logging.getLogger("opentelemetry.exporter")
+    said: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(" ".join(record.getMessage().split()))
+
+    handler = _Keep()
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 class TraceObserver:

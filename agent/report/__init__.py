@@ -7,6 +7,12 @@ from ._fates import (
     FAILED_FATES as FAILED_FATES,
 )
 from ._fates import (
+    FAILED_TURN_ENDS as FAILED_TURN_ENDS,
+)
+from ._fates import (
+    FINDING_STATES as FINDING_STATES,
+)
+from ._fates import (
     Fate as Fate,
 )
 from ._fates import (
@@ -28,6 +34,9 @@ from ._fates import (
     failed_attempts as failed_attempts,
 )
 from ._fates import (
+    failed_turns as failed_turns,
+)
+from ._fates import (
     result_fate as result_fate,
 )
 from ._fates import (
@@ -35,6 +44,7 @@ from ._fates import (
 )
 from ._load import Loaded as Loaded
 from ._load import load_session as load_session
+from ._render import counted as counted
 from ._render import event_json as event_json
 from ._render import event_summary as event_summary
 from ._render import message_text as message_text
@@ -55,6 +65,7 @@ from ._unknown import UnknownType as UnknownType
 from ._unknown import unknown_type as unknown_type
 
 __all__ = (
+    "counted",
     "event_json",
     "event_summary",
     "message_text",
@@ -70,6 +81,8 @@ __all__ = (
     "load_session",
     "run_spans",
     "FAILED_FATES",
+    "FAILED_TURN_ENDS",
+    "FINDING_STATES",
     "Fate",
     "SessionState",
     "call_arguments",
@@ -77,6 +90,7 @@ __all__ = (
     "call_fate",
     "call_row",
     "failed_attempts",
+    "failed_turns",
     "result_fate",
     "session_state",
 )

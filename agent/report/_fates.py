@@ -14,6 +14,8 @@ from recovery import ABORTED_BEFORE_DISPATCH, TOOL_NOT_STARTED, TOOL_OUTCOME_UNK
 
 __all__ = (
     "FAILED_FATES",
+    "FAILED_TURN_ENDS",
+    "FINDING_STATES",
     "Fate",
     "SessionState",
     "call_arguments",
@@ -21,6 +23,7 @@ __all__ = (
     "call_fate",
     "call_row",
     "failed_attempts",
+    "failed_turns",
     "result_fate",
     "session_state",
 )
@@ -30,13 +33,19 @@ __all__ = (
 #: ``outcome unknown`` (the body may have run; nobody knows its effect), ``recovered`` (its
 #: logged outcome answered it after a crash).
 Fate = Literal["completed", "error", "not started", "outcome unknown", "recovered"]
-#: Fates that are failures: ``audit`` exits 1 when a call has one. ``outcome unknown`` is not:
-#: it is the honest answer repair gave (shown in its colour; the crash itself is the finding).
-FAILED_FATES: frozenset[str] = frozenset({"error"})
+#: Fates that are findings: ``audit`` exits 1 when a call has one. ``outcome unknown`` is one:
+#: the call may have had its effect and nobody knows (a crash cut it; a person must look).
+#: ``not started`` is not: the body never ran (a cancel, or a crash, which the turn's
+#: ``interrupted`` end reports).
+FAILED_FATES: frozenset[str] = frozenset({"error", "outcome unknown"})
+#: ``turn/end`` reasons that are findings: the turn failed, or a crash cut it (recovery closed
+#: it). A cancel, a guardrail block or the token limit are the run's own decisions.
+FAILED_TURN_ENDS: frozenset[str] = frozenset({"error", "interrupted"})
 
-SessionState = Literal[
-    "balanced", "open turn", "running", "needs repair", "corrupt", "unknown type"
-]
+SessionState = Literal["balanced", "running", "needs repair", "corrupt", "unknown type"]
+#: States that are findings for every command (exit 1): the log is damaged, or a turn is open
+#: with no live writer (a crash: ``eventlog recover`` closes it).
+FINDING_STATES: frozenset[str] = frozenset({"corrupt", "needs repair"})
 
 #: Result error codes that say the tool body never ran (recovery, or the agent on cancel).
 _NOT_STARTED_CODES = frozenset({TOOL_NOT_STARTED, ABORTED_BEFORE_DISPATCH})
@@ -124,16 +133,26 @@ def failed_attempts(session: Session) -> list[dict[str, Any]]:
     ]
 
 
+def failed_turns(session: Session) -> list[dict[str, Any]]:
+    """Every ``turn/end`` whose reason is in :data:`FAILED_TURN_ENDS`:
+    ``{"seq", "turn", "reason"}``."""
+    return [
+        {"seq": e.seq, "turn": e.data.turn, "reason": e.data.reason}
+        for e in session.events()
+        if e.type == "turn/end" and e.data.reason in FAILED_TURN_ENDS
+    ]
+
+
 def session_state(
     session: Session, fault: EventLogError | None, *, running: bool, unknown: object = None
 ) -> SessionState:
     """``corrupt`` (the log fails verification), ``unknown type`` (``unknown`` names an event
     of a type the reader's registry does not know: not damage, but nothing past it can be
     classed), ``running`` (a live writer holds the lease:
-    whatever is open is in progress), ``needs repair`` (calls of the open step await an answer
-    and nobody is writing), ``open turn`` (a turn is open but no answer is owed: a crash between
-    steps) or ``balanced``. Calls left unanswered in a closed step are not something repair can
-    fix; ``audit`` reports them."""
+    whatever is open is in progress), ``needs repair`` (a turn is open and nobody is writing: a
+    crash, inside a step with calls awaiting an answer or between steps; what
+    :attr:`recovery.Diagnosis.needs_repair` says) or ``balanced``. Calls left unanswered in a
+    closed step are not something repair can fix; ``audit`` reports them."""
     if fault is not None:
         return "corrupt"
     if unknown is not None:
@@ -141,6 +160,4 @@ def session_state(
     if running:
         return "running"
     line = timeline(session)
-    if line.dangling:
-        return "needs repair"
-    return "open turn" if line.turn is not None else "balanced"
+    return "needs repair" if line.turn is not None or line.dangling else "balanced"

@@ -26,6 +26,7 @@ from ._sessions import fault_json
 
 __all__ = (
     "clip",
+    "counted",
     "event_json",
     "event_summary",
     "fault_json",
@@ -43,6 +44,12 @@ def timestamp(millis: int | None) -> str:
         return "-"
     moment = dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and ``noun``, plural unless the count is one: ``1 session``, ``0 events``
+    (``plural`` when adding an ``s`` is wrong)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def clip(text: str, width: int = _SUMMARY_WIDTH) -> str:
@@ -120,6 +127,21 @@ def event_summary(event: Event) -> str:
     return clip(msgspec.json.encode(data).decode())
 
 
+def _header_summary(header: Any) -> str:
+    """What a ``request/header`` changed (``None`` fields are unchanged, so not shown):
+    ``model=gpt-5 tools=read_file,grep system=You are… params={"temperature":0}``."""
+    changed = []
+    if header.model is not None:
+        changed.append(f"model={header.model}")
+    if header.tools is not None:
+        changed.append(f"tools={','.join(t.name for t in header.tools) or '(none)'}")
+    if header.system is not None:
+        changed.append(f"system={clip(header.system, 40)}")
+    if header.params is not None:
+        changed.append(f"params={msgspec.json.encode(header.params).decode()}")
+    return " ".join(changed) or "nothing changed"
+
+
 _SUMMARIES: dict[str, Any] = {
     "turn/start": lambda d: f"turn {d.turn}",
     "turn/end": lambda d: f"turn {d.turn} {d.reason}",
@@ -128,7 +150,7 @@ _SUMMARIES: dict[str, Any] = {
     "assistant/attempt": lambda d: f"turn {d.turn} step {d.step} {d.error or 'no output'}",
     "tool/call": lambda d: f"{d.name}({d.arguments}) [{d.call_id}]",
     "tool/outcome": lambda d: f"[{d.call_id}] {message_text(d.result)}",
-    "request/header": lambda d: f"model={d.model} tools={len(d.tools or ())}",
+    "request/header": lambda d: _header_summary(d),
     "agent/inbox/spliced": lambda d: (
         f"{d.target} at {d.start}: -{d.removed} +{len(d.inserted)} {d.outcome or ''}"
     ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import html
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import msgspec
@@ -30,6 +30,7 @@ from eventlog import (
 from eventlog.stores import LogStore
 
 from ..report import event_summary
+from ._guard import HostGuard
 from ._render import render
 from ._views import events_page, seen_view, session_view, sessions_view
 
@@ -48,20 +49,30 @@ def _int(request: Request, name: str, default: int | None) -> int | None:
         raise ValidationError(f"query parameter {name}={text!r} is not a whole number") from None
 
 
-def create_app(store: LogStore | str, *, types: EventTypes | None = None) -> Starlette:
+def create_app(
+    store: LogStore | str,
+    *,
+    types: EventTypes | None = None,
+    allowed_hosts: Iterable[str] = (),
+) -> Starlette:
     """The web app over ``store``: an open store the caller keeps open while the app serves,
     or a store URL the app opens at startup and closes at shutdown (its lifespan; ``types``
     for the app's own event types).
 
     Every page is HTML; a missing session answers 404, a bad parameter 400, a damaged store
-    500, each with the error's one-line message.
+    500, each with the error's one-line message. A request whose ``Host`` is neither a
+    loopback name or address nor one of ``allowed_hosts`` is refused with 400 (DNS
+    rebinding); every response carries a Content-Security-Policy that runs no script but the
+    page's own, and forbids framing and MIME sniffing (:mod:`agent.web._guard`).
     """
     if isinstance(store, str):
-        return _app_opening(store, types)
-    return _app_over(store)
+        return _app_opening(store, types, allowed_hosts)
+    # The guard wraps the whole app, its error pages included (Starlette's last-resort 500
+    # is sent from inside the app it wraps).
+    return Starlette(routes=[Mount("/", app=HostGuard(_app_over(store), allowed_hosts))])
 
 
-def _app_opening(url: str, types: EventTypes | None) -> Starlette:
+def _app_opening(url: str, types: EventTypes | None, allowed_hosts: Iterable[str]) -> Starlette:
     holder: dict[str, Starlette] = {}
 
     @contextlib.asynccontextmanager
@@ -73,7 +84,8 @@ def _app_opening(url: str, types: EventTypes | None) -> Starlette:
     async def delegate(scope: Any, receive: Any, send: Any) -> None:
         await holder["app"](scope, receive, send)
 
-    return Starlette(routes=[Mount("/", app=delegate)], lifespan=lifespan)
+    guarded = HostGuard(delegate, allowed_hosts)
+    return Starlette(routes=[Mount("/", app=guarded)], lifespan=lifespan)
 
 
 def _app_over(store: LogStore) -> Starlette:

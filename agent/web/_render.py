@@ -14,9 +14,10 @@ import jinja2
 from eventlog import EventLogError
 from eventlog.stores import LogStore
 
+from ..report import counted
 from ._views import events_page, seen_view, session_view
 
-__all__ = ("ExportedPage", "export_html", "render")
+__all__ = ("ExportedPage", "asset", "export_html", "render")
 
 #: Raw events an exported page carries (the rest are a command away: ``eventlog show``).
 EXPORT_EVENTS = 2000
@@ -24,17 +25,20 @@ EXPORT_EVENTS = 2000
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("agent.web", "templates"),
         autoescape=jinja2.select_autoescape(("html",), default=True),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    environment.globals["counted"] = counted  # "1 event", "2 events", as the command says
+    return environment
 
 
 @cache
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A file of the package's ``static`` directory, as text."""
     return (resources.files("agent.web") / "static" / name).read_text(encoding="utf-8")
 
 
@@ -42,8 +46,8 @@ def render(template: str, *, root: str = "/", exported: str = "", **values: Any)
     """Render ``template`` with the inlined assets and the page-wide values."""
     page = _environment().get_template(template)
     return page.render(
-        css=_asset("app.css"),
-        js="" if exported else _asset("app.js"),
+        css=asset("app.css"),
+        js="" if exported else asset("app.js"),
         root=root,
         exported=exported,
         **values,

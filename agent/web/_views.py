@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog import Event, RequestHeader, Session
+from eventlog import Event, RequestHeader, Session, ValidationError
 from eventlog.stores import LogStore, SessionRecord, writer_alive
 from projections import messages, request_header, timeline
 
@@ -85,7 +85,7 @@ async def sessions_view(
         "rows": rows,
         "state": state or "",
         "meta": meta or "",
-        "states": ("balanced", "open turn", "running", "needs repair", "corrupt", "unknown type"),
+        "states": ("balanced", "running", "needs repair", "corrupt", "unknown type"),
         "next_after": None if scanned_all else cursor,
     }
 
@@ -250,6 +250,10 @@ async def seen_view(store: LogStore, session_id: str, at: int | None) -> dict[st
     loaded = await load_session(store, session_id)
     session = loaded.session
     seq = session.head if at is None else at
+    if at is not None and not 0 <= at <= session.head:  # as `eventlog replay --at` does
+        raise ValidationError(
+            f"at={seq}: session {session.id!r} has events 0..{session.head}; at is one of them"
+        )
     history = messages(session, at=seq)
     previous = _previous_request(session, seq)
     now = request_header(session, at=seq)

@@ -11,7 +11,15 @@ from urllib.parse import urlparse
 
 import anyio
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Error, Page, Request, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Error,
+    Page,
+    Request,
+    expect,
+    sync_playwright,
+)
 
 from ..cli_fixtures import HeldOpen, build_runs_db, copy_db, play_failures, url_of
 from .audit_support import CHROMIUM, CHROMIUM_ARGS, serving
@@ -144,13 +152,13 @@ def test_a_live_session_updates_as_events_arrive(
             page.goto(f"{base}s/balanced")
             assert page.locator("#state").inner_text() == "running"
             before = int(page.locator("#head").inner_text())
-            page.wait_for_function("document.getElementById('live-status').textContent === 'live'")
-            # The writer commits a turn; the page shows it without a reload.
+            # Waited on with Playwright's own matchers: a string predicate would be eval'd in
+            # the page, which its Content-Security-Policy forbids (as it should).
+            expect(page.locator("#live-status")).to_have_text("live")
+            # The writer commits a turn (five events); the page shows it without a reload.
             writer.commit_turn()
-            page.wait_for_selector("#live-log li[data-seq]")
-            page.wait_for_function(
-                f"Number(document.getElementById('head').textContent) >= {before + 5}"
-            )
+            expect(page.locator("#live-log li[data-seq]")).to_have_count(5)
+            expect(page.locator("#head")).to_have_text(str(before + 5))
             assert "turn/end" in page.locator("#live-log").inner_text()
             watched.shot(shots, "live")
             assert watched.errors == []

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.text import Text
-
 from eventlog import Session
 from eventlog.stores import writer_alive
 from projections import Timeline, timeline
@@ -16,14 +14,16 @@ from recovery import Diagnosis, scan
 from ...report import (
     FAILED_FATES,
     call_row,
+    counted,
     failed_attempts,
+    failed_turns,
     fault_json,
     session_state,
     unknown_json,
 )
 from .._context import Context, load_session, open_cli_store
-from .._errors import EXIT_FINDINGS, EXIT_OK
-from .._tables import Column, fitted_table
+from .._errors import EXIT_FINDINGS, EXIT_OK, states_exit
+from .._tables import Column, fitted_table, styled
 from .base import Command, add_salvage
 
 __all__ = ("AUDIT",)
@@ -60,12 +60,15 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     line = timeline(session)
     calls = [call_row(session, call) for call in line.calls()]
     attempts = failed_attempts(session)
+    turns = failed_turns(session)
     findings = _findings(scan(session))
     state = session_state(session, loaded.fault, running=running, unknown=loaded.unknown)
     intact = loaded.fault is None and not findings
     failed = [c for c in calls if c["outcome"] in FAILED_FATES]
-    # Exit 1 when anything failed or needs repair; a running session owes nothing yet.
-    ok = intact and not failed and not attempts and state != "needs repair"
+    # Exit 1 as every command does for the state (damaged, needs repair; a running session
+    # owes nothing yet), and when anything in the run went wrong: a call failed or has an
+    # unknown outcome, a model attempt failed, a turn failed or was cut by a crash.
+    ok = intact and not failed and not attempts and not turns and not states_exit([state])
     if ctx.out.json_mode:
         document: dict[str, Any] = {
             "session": session.id,
@@ -75,6 +78,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
             "open_step": line.step.number if line.step else None,
             "calls": calls,
             "failed_attempts": attempts,
+            "failed_turns": turns,
             "integrity": {
                 "ok": intact,
                 "fault": fault_json(loaded.fault),
@@ -86,6 +90,8 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out.json(document)
     else:
         _print(ctx, session, line, calls, attempts, state)
+        for turn in turns:
+            ctx.out.line(f"turn {turn['turn']} ended {turn['reason']} (seq {turn['seq']})")
         if loaded.fault is not None:
             ctx.out.line(f"integrity: FAILED: {loaded.fault}")
         if loaded.unknown is not None:
@@ -95,7 +101,8 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         for finding in findings:
             ctx.out.line(f"integrity: finding: session {session.id!r}, {finding['message']}")
         if intact:
-            ctx.out.line(f"integrity: ok, hash chain verified over {loaded.stored_events} events")
+            events = counted(loaded.stored_events, "event")
+            ctx.out.line(f"integrity: ok, hash chain verified over {events}")
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
@@ -120,6 +127,7 @@ def _print(
     attempts: list[dict[str, Any]],
     state: str,
 ) -> None:
+    console = ctx.out.console  # first: without rich, say so before anything is printed
     rows = []
     for call in calls:
         seqs = " ".join(f"{k}={v}" for k, v in call["seqs"].items() if v is not None)
@@ -130,15 +138,15 @@ def _print(
             {
                 "turn": str(call["turn"]),
                 "step": str(call["step"]),
-                "call": Text(call["call_id"]),
-                "name": Text(call["name"]),
-                "arguments": Text(call["arguments"]),
+                "call": call["call_id"],
+                "name": call["name"],
+                "arguments": call["arguments"],
                 "state": call["state"],
-                "outcome": f"[{_OUTCOME_STYLE[call['outcome']]}]{outcome}[/]",
+                "outcome": styled(outcome, _OUTCOME_STYLE[call["outcome"]]),
                 "seqs": seqs,
             }
         )
-    ctx.out.console.print(fitted_table(_COLUMNS, rows, ctx.out.console.width))
+    console.print(fitted_table(_COLUMNS, rows, console.width))
     for attempt in attempts:
         ctx.out.line(
             f"failed model attempt: turn {attempt['turn']} step {attempt['step']} "
@@ -148,7 +156,10 @@ def _print(
         ctx.out.line(f"running: a live writer holds session {session.id!r}")
     elif line.turn is not None:
         step = f", step {line.step.number}" if line.step is not None else ""
-        ctx.out.line(f"open: turn {line.turn.number}{step} (eventlog recover {session.id})")
+        ctx.out.line(
+            f"needs repair: turn {line.turn.number}{step} is open and nobody is writing "
+            f"(eventlog recover {session.id})"
+        )
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -158,8 +169,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 AUDIT = Command(
     "audit",
-    "every tool call (state, fate with its error code, proving seqs), failed model attempts "
-    "and integrity (exit 1: something failed or needs repair)",
+    "every tool call (state, fate with its error code, proving seqs), failed model attempts, "
+    "failed or interrupted turns and integrity (exit 1: something failed, has an unknown "
+    "outcome or needs repair)",
     _configure,
     _run,
 )

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 
 import msgspec
-from rich.markup import escape
 
 from eventlog import Event
 
 from ...report import event_json, event_summary, timestamp
 from .._context import Context, open_cli_store
 from .._errors import EXIT_OK
+from .._safe import terminal_safe
 from .base import Command, non_negative, positive
 
 __all__ = ("FOLLOW", "FORK")
@@ -31,6 +31,8 @@ def _configure_follow(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run_follow(args: argparse.Namespace, ctx: Context) -> int:
+    if not ctx.out.json_mode:
+        ctx.out.console  # noqa: B018 (without rich, say so before waiting for events)
     async with open_cli_store(ctx.url, types=ctx.types) as store:
         seen = 0
         after = -1 if args.after is None else args.after
@@ -52,12 +54,16 @@ def _print_event(ctx: Context, event: Event) -> None:
     if ctx.out.json_mode:  # one JSON object per line, for `| jq` and friends
         ctx.out.stdout.write(msgspec.json.encode(event_json(event)).decode() + "\n")
     else:
-        ctx.out.console.print(
-            f"[dim]{event.seq:>6} {timestamp(event.time)}[/] [bold]{escape(event.type)}[/] "
-            f"{escape(event_summary(event))}",
-            highlight=False,
-            soft_wrap=True,
+        from rich.text import Text
+
+        row = Text.assemble(
+            (f"{event.seq:>6} {timestamp(event.time)}", "dim"),
+            " ",
+            (event.type, "bold"),
+            " ",
+            terminal_safe(event_summary(event)),  # before rich's Text drops BEL, CR...
         )
+        ctx.out.console.print(row, soft_wrap=True)
     ctx.out.stdout.flush()
 
 

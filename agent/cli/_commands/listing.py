@@ -7,16 +7,16 @@ import shlex
 import textwrap
 
 import msgspec
-from rich.text import Text
 
 from eventlog import Event, EventLogError
 from eventlog.stores import encode_surface
 
 from ...report import describe_session, event_json, event_summary, fault_json, timestamp
 from .._context import Context, open_cli_store, stored_record
-from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._errors import EXIT_FINDINGS, EXIT_OK, states_exit
+from .._safe import terminal_safe
 from .._stream import verified_events
-from .._tables import Column, fitted_table, kept_columns
+from .._tables import Column, fitted_table, kept_columns, styled
 from .base import Command, add_salvage, non_negative, positive
 
 __all__ = ("SESSIONS", "SHOW", "DEFAULT_SHOW_LIMIT")
@@ -24,7 +24,6 @@ __all__ = ("SESSIONS", "SHOW", "DEFAULT_SHOW_LIMIT")
 #: How each state is coloured on a terminal.
 _STATE_STYLE = {
     "balanced": "green",
-    "open turn": "yellow",
     "running": "blue",
     "needs repair": "red",
     "corrupt": "bold red",
@@ -52,27 +51,31 @@ async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
         infos = await store.list(after=args.after, limit=args.limit)
         rows = [await describe_session(store, info) for info in infos]
     after = infos[-1].id if len(infos) == args.limit else None
+    # One rule with audit, verify and recover: 1 when a listed session is damaged or needs
+    # repair (this page's sessions; the next page answers for its own).
+    code = states_exit(row["state"] for row in rows)
     if ctx.out.json_mode:
         ctx.out.json({"sessions": rows, "next_after": after})
-        return EXIT_OK
+        return code
+    console = ctx.out.console
     cells = [
         {
-            "id": Text(row["id"]),
+            "id": row["id"],
             "created": timestamp(row["created_at"]),
             "events": str(row["events"]),
             "turns": str(row["turns"]),
             "last activity": timestamp(row["last_time"]),
-            "state": f"[{_STATE_STYLE[row['state']]}]{row['state']}[/]",
+            "state": styled(row["state"], _STATE_STYLE[row["state"]]),
         }
         for row in rows
     ]
-    ctx.out.console.print(fitted_table(_SESSION_COLUMNS, cells, ctx.out.console.width))
+    console.print(fitted_table(_SESSION_COLUMNS, cells, console.width))
     for row in rows:
         if row["error"] is not None:
             ctx.out.warn(row["error"]["message"])
     if after is not None:
         ctx.out.line(f"more: eventlog sessions --after {after}")
-    return EXIT_OK
+    return code
 
 
 # -- show --------------------------------------------------------------------------------------
@@ -170,6 +173,11 @@ def _more_hint(args: argparse.Namespace, seq: int) -> str:
     return shlex.join(words)
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, words whole where they fit."""
+    return textwrap.wrap(text, width) or [""]
+
+
 def _versioned(type_: str, version: int) -> str:
     # The stored payload version, shown where it is past the first (the event was upcast on read).
     return type_ if version == 1 else f"{type_} (v{version})"
@@ -180,7 +188,7 @@ class _TextPrinter:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        width = ctx.out.console.width
+        width = ctx.out.width
         kept = kept_columns(_SHOW_COLUMNS, width)
         fixed = sum(c.narrowest + 1 for c in kept if c.name != "summary")
         self._widths = {c.name: c.narrowest for c in kept}
@@ -189,21 +197,22 @@ class _TextPrinter:
         self._line({c.name: c.name for c in kept})
 
     def _line(self, cells: dict[str, str]) -> None:
-        summary = textwrap.wrap(cells["summary"], self._widths["summary"]) or [""]
-        head = []
-        for column in self._columns:
-            text = summary[0] if column.name == "summary" else cells[column.name]
-            if column.justify == "right":
-                head.append(text.rjust(self._widths[column.name]))
-            else:
-                head.append(text.ljust(self._widths[column.name]))
-        lines = [" ".join(head).rstrip()]
-        indent = " " * sum(self._widths[c.name] + 1 for c in self._columns[: self._summary_index()])
-        lines += [indent + rest for rest in summary[1:]]
+        # Every cell wraps in its own column (a long type such as ``app/x (v2) (ignorable)``
+        # as well as the summary), so no cell pushes the columns after it out of line. Cells
+        # are measured as they will print: escaped.
+        wrapped = {
+            c.name: _wrap(terminal_safe(cells[c.name]), self._widths[c.name]) for c in self._columns
+        }
+        lines = []
+        for row in range(max(len(pieces) for pieces in wrapped.values())):
+            parts = []
+            for column in self._columns:
+                pieces = wrapped[column.name]
+                text = pieces[row] if row < len(pieces) else ""
+                width = self._widths[column.name]
+                parts.append(text.rjust(width) if column.justify == "right" else text.ljust(width))
+            lines.append(" ".join(parts).rstrip())
         self._ctx.out.stdout.write("\n".join(lines) + "\n")
-
-    def _summary_index(self) -> int:
-        return [c.name for c in self._columns].index("summary")
 
     def event(self, event: Event, version: int) -> None:
         self._line(
@@ -262,7 +271,8 @@ def _wanted(args: argparse.Namespace, event: Event, turn: int | None) -> bool:
 
 SESSIONS = Command(
     "sessions",
-    "list sessions: id, created, events, turns, last activity, state",
+    "list sessions: id, created, events, turns, last activity, state (exit 1: one is "
+    "corrupt or needs repair)",
     _configure_sessions,
     _run_sessions,
 )

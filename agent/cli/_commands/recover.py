@@ -9,9 +9,16 @@ from eventlog import Session
 from eventlog.stores import writer_alive
 from recovery import Diagnosis, repair, scan
 
-from ...report import event_summary, fault_json, timestamp
+from ...report import (
+    counted,
+    event_summary,
+    fault_json,
+    session_state,
+    timestamp,
+    unknown_json,
+)
 from .._context import Context, load_session, open_cli_store
-from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._errors import EXIT_OK, states_exit
 from .base import Command, add_salvage
 
 __all__ = ("RECOVER",)
@@ -40,10 +47,15 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
             doc = _diagnosis_json(diagnosis)
             doc["fault"] = fault_json(loaded.fault)
             doc["running"] = running
+            if loaded.unknown is not None:  # only then: the document's shape is otherwise as it was
+                doc["unknown"] = unknown_json(loaded.unknown)
             _report(ctx, doc, loaded.session, ())
-            # A live writer's open step is work in progress, not a crash: nothing to repair.
-            needs = (diagnosis.needs_repair and not running) or loaded.fault is not None
-            return EXIT_FINDINGS if needs else EXIT_OK
+            # The state every command judges by: a live writer's open step is work in
+            # progress, not a crash; a damaged log or an open turn nobody writes is a finding.
+            state = session_state(
+                loaded.session, loaded.fault, running=running, unknown=loaded.unknown
+            )
+            return states_exit([state])
         # The full chain check, not the default open's (from the latest snapshot on): repair
         # itself needs nothing older (the snapshot's timeline keeps the open step and every
         # unanswered call, and repair reads a recorded outcome from the store), but this
@@ -105,7 +117,7 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
     where = f"turn {doc['open_turn']}" if doc["open_turn"] is not None else "no open turn"
     if doc["open_step"] is not None:
         where += f", step {doc['open_step']}"
-    line(f"session {sid}: {doc['head'] + 1} events, {where}")
+    line(f"session {sid}: {counted(doc['head'] + 1, 'event')}, {where}")
     for d in doc["dangling"]:
         proof = ",".join(map(str, d["proof"]))
         line(
@@ -125,9 +137,12 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
         line(f"  appended seq {a['seq']} {a['type']}: {a['summary']}")
     if appended:
         when = timestamp(doc.get("repaired_at"))
-        line(f"repaired: {len(appended)} closers appended and flushed at {when}")
+        line(f"repaired: {counted(len(appended), 'closer')} appended and flushed at {when}")
     elif doc["running"]:
         line("running: a live writer holds the session; what is open is in progress")
+    elif doc.get("unknown"):
+        # What looks open may close past the event this reader cannot decode: no verdict.
+        line(f"no diagnosis past seq {doc['unknown']['seq']}: {doc['unknown']['message']}")
     elif doc["needs_repair"]:
         line(f"needs repair: run `eventlog recover {sid} --apply`")
     else:

@@ -6,15 +6,13 @@ import argparse
 from typing import Any
 
 import msgspec
-from rich.markup import escape
-from rich.panel import Panel
 
 from eventlog import RequestHeader, Session
 from projections import anthropic_request, messages, openai_request, request_header
 
-from ...report import fault_json, message_text
+from ...report import counted, fault_json, message_text
 from .._context import Context, load_session, open_cli_store
-from .._errors import EXIT_FINDINGS, EXIT_OK
+from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
 from .base import Command, add_salvage, non_negative
 
 __all__ = ("REPLAY",)
@@ -26,7 +24,11 @@ _ROLE_STYLE = {"user": "cyan", "assistant": "green", "tool": "magenta"}
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session_id", metavar="ID")
     parser.add_argument(
-        "--at", type=non_negative, metavar="SEQ", help="as it stood after event SEQ (default: now)"
+        "--at",
+        type=non_negative,
+        metavar="SEQ",
+        help="as it stood after event SEQ, one of the log's seqs 0..head (default: now); a "
+        "negative SEQ is refused",
     )
     parser.add_argument(
         "--format",
@@ -42,6 +44,12 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url, types=ctx.types) as store:
         loaded = await load_session(store, args.session_id, salvage=args.salvage)
         session = loaded.session
+        if args.at is not None and args.at > session.head:
+            readable = "read" if loaded.fault is None else "read before the damage"
+            raise CliError(
+                f"--at {args.at}: session {session.id!r} has events 0..{session.head} "
+                f"({readable}); SEQ is one of them"
+            )
         history = messages(session, at=args.at)
         # A provider body carries the bytes of the images and files the messages reference.
         attachments = (
@@ -95,28 +103,22 @@ def _document(
 def _print_text(
     ctx: Context, session: Session, at: int | None, header: RequestHeader, history: Any
 ) -> None:
-    seq = session.head if at is None else at
     console = ctx.out.console
+    from rich.panel import Panel
+    from rich.text import Text
+
+    seq = session.head if at is None else at
     console.print(
-        f"session {escape(session.id)} after seq {seq}: {len(history)} messages"
-        + (f", model {escape(header.model)}" if header.model else ""),
-        highlight=False,
+        f"session {session.id} after seq {seq}: {counted(len(history), 'message')}"
+        + (f", model {header.model}" if header.model else "")
     )
     if header.system:
-        console.print(
-            Panel(escape(header.system), title="system", title_align="left", expand=False)
-        )
+        console.print(Panel(header.system, title="system", title_align="left", expand=False))
     for number, message in enumerate(history, 1):
         style = _ROLE_STYLE.get(message.role, "white")
         kind = f" ({message.source.kind})" if message.source is not None else ""
-        console.print(
-            Panel(
-                escape(message_text(message)),
-                title=f"[{style}]{number}. {message.role}{escape(kind)}[/]",
-                title_align="left",
-                expand=False,
-            )
-        )
+        title = Text(f"{number}. {message.role}{kind}", style=style)
+        console.print(Panel(message_text(message), title=title, title_align="left", expand=False))
 
 
 REPLAY = Command(

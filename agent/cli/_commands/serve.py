@@ -23,6 +23,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=non_negative, default=8765, metavar="N", help="port (8765; 0 picks one)"
     )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        dest="allow_hosts",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host is NAME (repeatable); loopback names and the "
+        "--host address are always answered, any other Host gets 400 (DNS rebinding)",
+    )
 
 
 def _is_loopback(host: str) -> bool:
@@ -30,6 +39,13 @@ def _is_loopback(host: str) -> bool:
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
     except ValueError:
         return False
 
@@ -50,11 +66,20 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     port = sock.getsockname()[1]
     async with open_cli_store(ctx.url, types=ctx.types) as store:
-        config = uvicorn.Config(web.create_app(store), log_level="warning", lifespan="off")
+        # The address bound is a name the app answers under (not 0.0.0.0: no browser sends
+        # that), with the names the user allowed.
+        hosts = [*([] if _is_wildcard(args.host) else [args.host]), *args.allow_hosts]
+        app = web.create_app(store, allowed_hosts=hosts)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
         where = f"[{args.host}]" if family == socket.AF_INET6 else args.host
         if not _is_loopback(args.host):
             ctx.out.warn(f"serving on {args.host}, which is not loopback: others can read it")
+        if _is_wildcard(args.host) and not args.allow_hosts:
+            ctx.out.warn(
+                "other machines reach it only by a name given with --allow-host "
+                "(requests with any other Host header are refused)"
+            )
         ctx.out.line(f"serving http://{where}:{port}/ (read-only; Ctrl-C stops)")
         ctx.out.stdout.flush()
         await server.serve(sockets=[sock])

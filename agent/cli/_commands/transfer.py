@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 import anyio
 import msgspec
@@ -25,6 +25,7 @@ from eventlog.stores import (
     verify_rows,
 )
 
+from ...report import counted
 from .._context import Context, load_session, open_cli_store, sqlite_path, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
 from .._extras import optional
@@ -125,7 +126,9 @@ async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.out.json_mode:
         ctx.out.json({"session": loaded.session.id, "spans": sent, "endpoint": args.endpoint})
     else:
-        ctx.out.line(f"sent session {loaded.session.id}: {sent} spans to {args.endpoint}")
+        ctx.out.line(
+            f"sent session {loaded.session.id}: {counted(sent, 'span')} to {args.endpoint}"
+        )
     if loaded.fault is not None:
         ctx.out.warn(f"{loaded.fault}; the trace stops before it")
         return EXIT_FINDINGS
@@ -222,12 +225,12 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         for exported in sessions:
             await _must_be_new(store, exported.record.id)
         await _write_all(store, sessions)
-    imported = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
+    imported: list[dict[str, Any]] = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
     if ctx.out.json_mode:
         ctx.out.json({"imported": imported, "departures": [text for text, _ in departures]})
     else:
         for item in imported:
-            ctx.out.line(f"imported session {item['id']}: {item['events']} events")
+            ctx.out.line(f"imported session {item['id']}: {counted(item['events'], 'event')}")
     for text, _ in departures:
         ctx.out.warn(text)
     return _exit_for(bool(departures), args)

@@ -10,7 +10,7 @@ from typing import Any
 from eventlog import EventLogError, SessionInfo
 from eventlog.stores import LogStore
 
-from ...report import fault_json, unknown_json
+from ...report import counted, fault_json, unknown_json
 from .._context import Context, load_session, open_cli_store, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK, CliError
 from .base import Command
@@ -44,7 +44,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.out.json({"ok": ok, "sessions": results})
     elif args.all:
         bad = sum(not r["ok"] for r in results)
-        ctx.out.line(f"{len(results)} sessions verified, {bad} with findings")
+        ctx.out.line(f"{counted(len(results), 'session')} verified, {bad} with findings")
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
@@ -89,7 +89,8 @@ async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
 
 def _print(ctx: Context, result: dict[str, Any]) -> None:
     if result["ok"]:
-        ctx.out.line(f"ok    {result['id']}  {result['events']} events, hash chain intact")
+        events = counted(result["events"], "event")
+        ctx.out.line(f"ok    {result['id']}  {events}, hash chain intact")
         if result.get("unknown"):
             ctx.out.line(f"      {result['id']}  {result['unknown']['message']}")
     else:

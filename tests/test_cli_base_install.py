@@ -1,0 +1,157 @@
+"""The ``eventlog`` command on the base install: msgspec and anyio (and what anyio needs), no
+extra. Every command's ``--help`` works; a command run without the extra it needs says which
+in one line (exit 2), never a traceback; ``--json`` needs no extra.
+
+The environment is a real virtualenv (``python -m venv --without-pip``) whose site-packages
+holds only a ``.pth`` naming this checkout and a directory of links to the base packages
+installed here: built in a fraction of a second, once per test session, with no network.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import venv
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.cli._commands import COMMANDS
+
+from .cli_fixtures import shared_runs_db, url_of
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The base install's dependencies (pyproject ``dependencies``) and theirs.
+BASE = ("msgspec", "anyio", "idna", "typing_extensions")
+
+
+@pytest.fixture(scope="session")
+def base_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv's python that sees this checkout and the base packages, nothing else."""
+    home = tmp_path_factory.mktemp("base-venv")
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(home / "env")
+    python = home / "env" / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    deps = home / "deps"
+    deps.mkdir()
+    for name in BASE:
+        module = importlib.import_module(name)
+        source = Path(module.__file__ or "")
+        source = source.parent if source.name == "__init__.py" else source
+        (deps / source.name).symlink_to(source)
+    (site / "eventlog-checkout.pth").write_text(f"{ROOT}\n{deps}\n")
+    return python
+
+
+def run(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), *args], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT
+    )
+
+
+def test_the_environment_really_lacks_every_extra(base_python: Path) -> None:
+    # The fault this file is about must be present: no rich, starlette, opentelemetry...
+    probe = "import importlib.util as u; print([m for m in %r if u.find_spec(m)])"
+    extras = ("rich", "starlette", "jinja2", "uvicorn", "opentelemetry", "asyncpg", "hypothesis")
+    assert run(base_python, "-c", probe % (extras,)).stdout.strip() == "[]"
+    assert run(base_python, "-c", "import eventlog, msgspec, anyio").returncode == 0
+
+
+def test_every_help_works_on_the_base_install(base_python: Path) -> None:
+    # `eventlog --help`, through the module the console script runs.
+    top = run(base_python, "-m", "eventlog", "--help")
+    assert top.returncode == 0, top.stderr
+    assert "Traceback" not in top.stderr and "exit codes" in top.stdout
+    # Every subcommand's --help, each in a fresh parser, in one process.
+    names = [command.name for command in COMMANDS]
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from agent.cli import main\n"
+        "codes = {}\n"
+        f"for name in {names!r}:\n"
+        "    out = io.StringIO()\n"
+        "    try:\n"
+        "        with contextlib.redirect_stdout(out):\n"
+        "            main([name, '--help'])\n"
+        "    except SystemExit as exc:\n"
+        "        codes[name] = [exc.code, 'usage:' in out.getvalue()]\n"
+        "print(json.dumps(codes))\n"
+    )
+    result = run(base_python, "-c", script)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert json.loads(result.stdout) == {name: [0, True] for name in names}
+
+
+#: Commands that need an extra, and which.
+NEEDS = [
+    (("sessions",), "cli"),
+    (("audit", "balanced"), "cli"),
+    (("replay", "balanced"), "cli"),
+    (("follow", "balanced", "--count", "1"), "cli"),
+    (("serve", "--port", "0"), "web"),
+    (("export", "balanced", "--format", "html"), "web"),
+    (("export", "balanced", "--format", "otlp"), "otel"),
+]
+#: Commands that need none: plain lines, and every --json.
+PLAIN = [
+    ("sessions", "--json"),
+    ("show", "balanced"),
+    ("verify", "balanced"),
+    ("recover", "balanced"),
+    ("audit", "balanced", "--json"),
+    ("replay", "balanced", "--json"),
+    ("follow", "balanced", "--count", "1", "--json"),
+]
+
+
+def run_in_process(python: Path, db: Path, commands: list[tuple[str, ...]]) -> list[Any]:
+    """``[code, stdout, stderr]`` of ``main()`` for each command, in one base-install process
+    (each with fresh streams, as a separate run would have)."""
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from agent.cli import main\n"
+        "found = []\n"
+        f"for args in {commands!r}:\n"
+        "    out, err = io.StringIO(), io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        f"        code = main(['--db', {url_of(db)!r}, *args])\n"
+        "    found.append([code, out.getvalue(), err.getvalue()])\n"
+        "print(json.dumps(found))\n"
+    )
+    result = run(python, "-c", script)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    found: list[Any] = json.loads(result.stdout)
+    return found
+
+
+def test_a_command_needing_an_extra_says_which_in_one_line(
+    base_python: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    db = shared_runs_db(tmp_path_factory)
+    found = run_in_process(base_python, db, [args for args, _ in NEEDS])
+    for (args, extra), (code, out, err) in zip(NEEDS, found, strict=True):
+        assert code == 2, (args, err)
+        assert err.count("\n") == 1, (args, err)  # one line
+        assert f"needs the {extra} extra: pip install 'eventlog[{extra}]'" in err, (args, err)
+        assert out == "", args  # said before anything was printed
+
+
+def test_json_and_plain_commands_need_no_extra(
+    base_python: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    db = shared_runs_db(tmp_path_factory)
+    found = run_in_process(base_python, db, PLAIN)
+    for args, (code, out, err) in zip(PLAIN, found, strict=True):
+        # 1 for sessions: the fixture holds damaged sessions (one rule for every command).
+        assert code == (1 if args[0] == "sessions" else 0), (args, err)
+        assert out and "needs the" not in err, (args, err)
+    assert {s["id"] for s in json.loads(found[0][1])["sessions"]} >= {"balanced", "crashed"}
