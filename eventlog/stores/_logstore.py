@@ -66,6 +66,7 @@ from ._base import (
 )
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
+from ._salvage import head_fault, open_salvaged
 from ._snapshots import (
     Restored,
     SnapshotFault,
@@ -299,22 +300,7 @@ class LogStore(Store):
                 f'verify must be "snapshot" or "full", got {verify!r}', session_id=sid
             )
         if salvage:
-            record = await self.backend.get_session(sid)
-            loader, fault = await self._load(sid, salvage=True)
-            head = loader.head
-            if fault is None and head < record.head:
-                fault = _head_fault(sid, head, record.head)
-            if fault is None and head > record.head:
-                # Read again now: a live writer may have moved the head on meanwhile (a head
-                # only grows); still behind the events, it was altered. Salvage keeps the
-                # events up to the stored head, the prefix before the first seq in doubt.
-                record = await self.backend.get_session(sid)
-                fault = _head_fault(sid, head, record.head)
-                if fault is not None:
-                    loader, _ = await self._load(sid, salvage=True, limit=record.head + 1)
-            session = self._wrap(sid, loader, record, read_only=True)
-            session.salvage_fault = fault
-            return session
+            return await open_salvaged(self, sid)
         await self._take_lease(sid, wait)
         try:
             # Read under the lease: no other live writer moves the head meanwhile.
@@ -329,7 +315,7 @@ class LogStore(Store):
                 loader = await self._load_after(sid, restored, rows)
             else:
                 loader, _ = await self._load(sid, salvage=False, rows=rows)
-            fault = _head_fault(sid, loader.head, record.head)
+            fault = head_fault(sid, loader.head, record.head)
             if fault is not None:
                 raise fault
             states = {} if restored is None else await self._states_of(sid, restored)
@@ -861,30 +847,6 @@ def _seconds(wait: object, sid: str) -> float:
     except OverflowError:
         pass
     raise ValidationError(f"wait must be a number of seconds >= 0, got {wait!r}", session_id=sid)
-
-
-def _head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:
-    """The error when the loaded events (up to seq ``loaded``) do not end at the session's
-    stored ``head``, naming the first seq in doubt; ``None`` when they do."""
-    if loaded < head:
-        return CorruptLogError(
-            f"session {sid!r}, seq {loaded + 1}: the stored head is {head} but the events from "
-            f"seq {loaded + 1} are missing",
-            session_id=sid,
-            seq=loaded + 1,
-            hint="rows were deleted or damaged outside eventlog; open with salvage=True to "
-            "read the events before them",
-        )
-    if loaded > head:
-        return CorruptLogError(
-            f"session {sid!r}, seq {head + 1}: the stored head is {head} but events up to "
-            f"seq {loaded} are stored: the head was altered",
-            session_id=sid,
-            seq=head + 1,
-            hint="the sessions row was altered outside eventlog; open with salvage=True to "
-            "read the events up to the stored head",
-        )
-    return None
 
 
 def _open_turn_at(rows: Sequence[Row]) -> int | None:
