@@ -278,6 +278,19 @@ class Store(Protocol):
         """
         ...
 
+    async def verify_snapshot(self, session_id: str) -> int | None:
+        """Check the session's stored snapshot against its log: rebuild from the stored events
+        up to the snapshot's seq everything it holds (the covered event's hash, the surface and
+        its events, the turn grammar, the projections' states) and compare. Return the seq it
+        covers, or ``None`` when none is stored. ``open`` checks less (the events a snapshot
+        holds, against the chain; see :meth:`open`); this, and ``eventlog verify``, check all.
+
+        :raises SessionNotFoundError: no such session.
+        :raises CorruptLogError: the snapshot does not match the log (naming its seq), or the
+            log up to it fails verification.
+        """
+        ...
+
     async def aclose(self) -> None:
         """Write what is pending, release leases and close. Shielded; idempotent; never
         raises because a write fails.
@@ -450,6 +463,12 @@ class Snapshots(Protocol):
 
     async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
         """The session's stored snapshot as ``(seq, hash, data)``, unchecked, or ``None``."""
+        ...
+
+    async def read_hashes(self, session_id: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        """The stored chain hash of each of the session's events at ``seqs`` (seqs with no
+        stored event are left out): what binds a snapshot's events to the chain, in one read
+        whatever their number."""
         ...
 
 

@@ -67,13 +67,8 @@ from ._base import (
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
 from ._salvage import head_fault, open_salvaged
-from ._snapshots import (
-    Restored,
-    SnapshotFault,
-    decode_snapshot,
-    encode_snapshot,
-    keep_surface_rows,
-)
+from ._snapshot_check import usable_snapshot, verify_snapshot
+from ._snapshots import Restored, encode_snapshot, keep_surface_rows
 from ._writer import Batch, StartWrite, WriteDone, Writer
 
 __all__ = ("DEFAULT_SNAPSHOT_EVERY", "DEFAULT_TRIM_EVERY", "LogStore", "lease_owner")
@@ -308,7 +303,9 @@ class LogStore(Store):
             restored: Restored | None = None
             snapshot_fault: str | None = None
             if verify == "snapshot" and isinstance(self.backend, Snapshots):
-                restored, snapshot_fault = await self._snapshot_of(sid, record.head)
+                restored, snapshot_fault = await usable_snapshot(
+                    self.backend, self.types, sid, record.head
+                )
             # The surface events' rows, as read: the rows cache of the session's next snapshot.
             rows: dict[int, Row] | None = {} if self.snapshot_every else None
             if restored is not None:
@@ -332,41 +329,6 @@ class LogStore(Store):
             for key, state in states.items():
                 session.projection_cache[key] = [state, restored.seq + 1]
         return session
-
-    async def _snapshot_of(self, sid: str, head: int) -> tuple[Restored | None, str | None]:
-        """The session's stored snapshot, checked against the stored chain: ``(restored,
-        None)``, ``(None, None)`` when there is none, or ``(None, why)`` when it cannot be
-        used (logged; the caller replays the whole log instead)."""
-        assert isinstance(self.backend, Snapshots)
-        try:
-            stored = await self.backend.read_snapshot(sid)
-        except EventLogError as exc:
-            fault = f"snapshot not read: {exc}"
-            logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
-            return None, fault
-        if stored is None:
-            return None, None
-        seq, digest, data = stored
-        why: str | None = None
-        restored: Restored | None = None
-        try:
-            restored = decode_snapshot(data, self.types, sid)
-        except SnapshotFault as exc:
-            why = str(exc)
-        if restored is not None and (restored.seq != seq or restored.hash != digest):
-            why = "its header does not match its body"
-        if restored is not None and why is None:
-            row = None
-            if 0 <= seq <= head:
-                async for chunk in self.backend.read_rows(sid, seq, 1):
-                    row = chunk[0]
-            if row is None or row.seq != seq or row.hash != restored.hash:
-                why = f"its hash is not the stored event's at seq {seq} (stale or altered)"
-        if why is None:
-            return restored, None
-        fault = f"snapshot at seq {seq} not used: {why}"
-        logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
-        return None, fault
 
     async def _load_after(
         self, sid: str, restored: Restored, rows: dict[int, Row] | None = None
@@ -597,6 +559,10 @@ class LogStore(Store):
                 (row.seq, row_digests(row, self.types, session_id=sid)) for row in chunk
             )
         return await verify_attachments(self.backend, sid, references)
+
+    async def verify_snapshot(self, session_id: str) -> int | None:
+        self._check_open()
+        return await verify_snapshot(self, validate_session_id(session_id))
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()

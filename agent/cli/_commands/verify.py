@@ -1,5 +1,5 @@
-"""``verify``: check the hash chain (and that every event decodes) of one or all sessions, and
-the attachments their events reference."""
+"""``verify``: check the hash chain (and that every event decodes) of one or all sessions, the
+attachments their events reference, and each session's stored snapshot against its log."""
 
 from __future__ import annotations
 
@@ -65,6 +65,7 @@ async def _targets(store: LogStore, session_id: str | None) -> AsyncIterator[Ses
 
 async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
     result: dict[str, Any] = {"id": info.id, "events": info.head + 1, "ok": False, "fault": None}
+    result["snapshot"] = None  # the seq of the snapshot checked, when one is stored
     if info.error is not None:
         result["fault"] = {"error": "SessionInfo", "seq": None, "message": info.error}
         return result
@@ -80,6 +81,8 @@ async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
     if fault is None:
         try:  # the attachments the events reference: present, and still their digests' bytes
             await store.verify_attachments(info.id)
+            if loaded.unknown is None:  # the snapshot, rebuilt from the log and compared
+                result["snapshot"] = await store.verify_snapshot(info.id)
         except EventLogError as exc:
             fault = exc
     result["ok"] = fault is None

@@ -66,7 +66,7 @@ from ._schema import (
     prepare_schema,
     reserve_wal,
 )
-from ._snapshots import insert_snapshot, select_snapshot
+from ._snapshots import insert_snapshot, select_hashes, select_snapshot
 from ._worker import Done, SQLiteWorker
 
 __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
@@ -412,6 +412,11 @@ class SQLiteBackend(Backend):
         self._check()
         with _translated(self.path, "reading a snapshot", write=False, session_id=session_id):
             return await self._read(select_snapshot, session_id)
+
+    async def read_hashes(self, session_id: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        self._check()
+        with _translated(self.path, "reading hashes", write=False, session_id=session_id):
+            return await self._read(select_hashes, session_id, seqs)
 
     async def get_attachment(self, digest: str) -> bytes | None:
         self._check()
