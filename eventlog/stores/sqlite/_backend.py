@@ -58,6 +58,7 @@ from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from .._writer import Batch, WriteDone
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
+from ._liveness import OwnerLocks, writer_alive
 from ._schema import (
     SYNCHRONOUS,
     check_table_prefix,
@@ -206,6 +207,8 @@ class SQLiteBackend(Backend):
         # The owner token of each lease this store holds: every write checks it is still the
         # session's writer (a stale writer is fenced, never writes into a re-created session).
         self._held: dict[str, str] = {}
+        # What says this store is open to other processes without a write (see `_liveness`).
+        self._locks = OwnerLocks(path)
         # Used on the event loop's thread only (see `_read`).
         self._reader: sqlite3.Connection | None = None
         self._changed: anyio.Event | None = None
@@ -246,6 +249,7 @@ class SQLiteBackend(Backend):
                     self._reader = None
             finally:
                 await self._writer.close()
+                self._locks.close()
 
     def _check(self) -> None:
         if self._closed:
@@ -368,8 +372,9 @@ class SQLiteBackend(Backend):
     async def acquire_lease(self, session_id: str, owner: str) -> None:
         self._check()
         with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
-            await self._call_writer(ops.acquire_lease, session_id, owner)
-            self._held[session_id] = owner
+            token = self._locks.token(owner)
+            await self._call_writer(ops.acquire_lease, session_id, token)
+            self._held[session_id] = token
             if not self._wal_reserved:
                 # Queued, not awaited: opening a session must not wait ~10 ms for it. The worker
                 # runs jobs in order, so it is in place before this store's first write.
@@ -379,9 +384,10 @@ class SQLiteBackend(Backend):
     async def writer_alive(self, session_id: str) -> bool:
         """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: the ``host:pid:random``
         token in ``sessions.writer``, whose process is checked."""
-        return ops.writer_alive(self.path, self.table_prefix, session_id)
+        return writer_alive(self.path, self.table_prefix, session_id)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
+        owner = self._locks.stored(owner)
         if self._held.get(session_id) == owner:
             del self._held[session_id]
         self._check()
@@ -393,7 +399,9 @@ class SQLiteBackend(Backend):
     async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check()
         with _translated(self.path, "deleting a session", write=True, session_id=session_id):
-            await self._call_writer(ops.delete_session, session_id, owner, force)
+            await self._call_writer(
+                ops.delete_session, session_id, self._locks.stored(owner), force
+            )
         self._notify()
 
     async def put_attachment(self, digest: str, data: bytes) -> None:

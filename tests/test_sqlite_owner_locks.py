@@ -1,0 +1,130 @@
+"""A SQLite writer lease names a store, not only a process: a store that closed without
+releasing its lease (its release failed) lets another process take the session at once, while
+its own process lives on; a store still open never does (eventlog/stores/sqlite/_liveness.py).
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from eventlog import SessionBusyError, open_store
+
+pytestmark = pytest.mark.anyio
+
+#: A child that takes session ``s``'s lease in a store, says ``held``, then on its first line
+#: of stdin closes the store's connections as a crash would (no release: the lease stays) and
+#: says ``closed``, and lives on until stdin ends.
+_HOLDER = """
+import sys, anyio
+from eventlog import open_store
+
+async def main(url):
+    async with open_store(url) as store:
+        await store.open("s")
+        print("held", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+        await store.simulate_crash()
+    print("closed", flush=True)
+    await anyio.to_thread.run_sync(sys.stdin.read)
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+@pytest.fixture
+def child() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        process.kill()
+        process.communicate()
+
+
+def _spawn(children: list[subprocess.Popen[str]], *args: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    children.append(process)
+    return process
+
+
+def _line(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    assert line, process.stderr.read() if process.stderr else ""
+    return line
+
+
+def _holder(path: Path) -> str | None:
+    with closing(sqlite3.connect(path)) as db:
+        ((writer,),) = db.execute("SELECT writer FROM sessions WHERE id = 's'").fetchall()
+    return None if writer is None else str(writer)
+
+
+def _set_holder(path: Path, token: str) -> None:
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE sessions SET writer = ? WHERE id = 's'", (token,))
+        db.commit()
+
+
+async def _created(path: Path) -> None:
+    async with open_store(f"sqlite:///{path}") as store:
+        session = await store.create(session_id="s")
+        await session.aclose()
+
+
+async def test_a_store_closed_without_releasing_frees_the_session_while_its_process_lives(
+    tmp_path: Path, child: list[subprocess.Popen[str]]
+) -> None:
+    path = tmp_path / "s.db"
+    await _created(path)
+    url = f"sqlite:///{path}"
+    holder = _spawn(child, "-c", _HOLDER, url)
+    assert _line(holder) == "held"
+    # Open in the other process: busy.
+    async with open_store(url) as store:
+        with pytest.raises(SessionBusyError):
+            await store.open("s")
+    # It closes its store without releasing (the lease still names it) and lives on.
+    assert holder.stdin is not None
+    holder.stdin.write("close\n")
+    holder.stdin.flush()
+    assert _line(holder) == "closed"
+    token = _holder(path)
+    assert token is not None and token.split(":")[1] == str(holder.pid)
+    assert holder.poll() is None
+    # This process takes the session at once.
+    async with open_store(url) as store:
+        session = await store.open("s")
+        await session.aclose()
+
+
+async def test_an_unmarked_lease_of_a_live_process_is_still_its_process_alone(
+    tmp_path: Path, child: list[subprocess.Popen[str]]
+) -> None:
+    # A token written by an earlier version (no owner lock, no mark) of a live process: busy,
+    # as before; the same token marked, with no lock held: taken over.
+    path = tmp_path / "s.db"
+    await _created(path)
+    sleeper = _spawn(child, "-c", "import sys; sys.stdin.read()")
+    token = f"{socket.gethostname()}:{sleeper.pid}:0123456789ab"
+    _set_holder(path, token)
+    async with open_store(f"sqlite:///{path}") as store:
+        with pytest.raises(SessionBusyError, match=token):
+            await store.open("s")
+    _set_holder(path, token + ":ofd")
+    async with open_store(f"sqlite:///{path}") as store:
+        session = await store.open("s")
+        await session.aclose()
