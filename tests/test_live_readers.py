@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from agent.report import describe_session, load_session
+from agent.web._views import session_view
 from eventlog import SessionBusyError, SessionInfo, open_store
 from eventlog.stores import GENESIS_HASH, LogStore, verify_rows
 from recovery import scan
@@ -26,7 +27,7 @@ from tests.cli_fixtures import run_main
 from tests.pg_children.server import fresh_schema, store_url
 
 #: Rounds of reading; each waits for the writer to have flushed again since the last.
-ROUNDS = 3
+ROUNDS = 2
 SID = "live"
 
 
@@ -111,6 +112,10 @@ async def _library_round(url: str, floor: int) -> dict[str, int]:
         record = await store.record(SID)
         row = await describe_session(store, SessionInfo(id=SID, created_at=0, head=record.head))
         assert (row["state"], row["error"]) == ("running", None), row
+        # The web app's session page: healthy, every event it verified counted.
+        page = await session_view(store, SID)
+        assert (page["state"], page["fault"]) == ("running", None)
+        assert page["stored"] == page["head"] + 1 == page["count"]
         # The raw rows verify as a chain; follow yields the next event once it is flushed.
         count = await _verified_rows(store)
         assert count >= salvaged.head + 1
@@ -146,7 +151,10 @@ def _commands_round(url: str) -> None:
     (row,) = json.loads(listed.stdout)["sessions"]
     assert (row["state"], row["error"]) == ("running", None), row
     verified = run_main("--json", "verify", SID, db=url)
-    assert json.loads(verified.stdout)["ok"] is True, verified.stdout
+    (checked,) = json.loads(verified.stdout)["sessions"]
+    assert checked["ok"] is True, verified.stdout
+    # The writer's snapshots (one every few events) were checked against the log too.
+    assert checked["snapshot"] is not None
 
 
 def test_a_live_session_read_every_way_is_never_reported_damaged(live_url: str) -> None:
