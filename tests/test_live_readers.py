@@ -133,9 +133,11 @@ async def _verified_rows(store: LogStore) -> int:
     return count
 
 
-def _commands_round(url: str) -> None:
+def _commands_round(url: str, out: Path) -> None:
     """Every read-only command on the live session: each exits 0 and reports no damage."""
     for args in (
+        ["export", SID, "-o", str(out / "live.jsonl")],
+        ["export", SID, "--format", "html", "-o", str(out / "live.html")],
         ["verify", SID],
         ["verify", "--all"],
         ["show", SID, "--all"],
@@ -157,7 +159,9 @@ def _commands_round(url: str) -> None:
     assert checked["snapshot"] is not None
 
 
-def test_a_live_session_read_every_way_is_never_reported_damaged(live_url: str) -> None:
+def test_a_live_session_read_every_way_is_never_reported_damaged(
+    live_url: str, tmp_path: Path
+) -> None:
     # A writer process starts writing; the readers start once it has flushed a few times.
     writer = LiveWriter(live_url)
     try:
@@ -166,7 +170,7 @@ def test_a_live_session_read_every_way_is_never_reported_damaged(live_url: str) 
             flushes, floor = writer.flushes, writer.durable
             # The library's reads, then every read-only command, all while it writes.
             seen = anyio.run(_library_round, live_url, floor)
-            _commands_round(live_url)
+            _commands_round(live_url, tmp_path)
             # The writer really wrote meanwhile: the reads raced live appends.
             assert seen["rows"] > floor + 1
             writer.wait_for_flushes(flushes + 2)
