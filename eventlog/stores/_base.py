@@ -160,7 +160,8 @@ class Store(Protocol):
         verify that they end at the session's stored head, rebuild the surface index.
 
         ``verify="snapshot"`` (the default): start from the session's latest stored snapshot
-        when it matches the stored chain (its hash is the stored event's at its seq), then
+        when it matches the stored chain (its hash is the stored event's at its seq, and each
+        event it holds hashes from the stored hash before it to its own stored one), then
         decode and verify the hash chain of every event after it; the session holds in memory
         only those and the events on the surface (older ones: ``session.read_events``). A
         snapshot that does not match, does not decode or is of an unknown format is ignored
