@@ -31,6 +31,7 @@ from recovery.testing import AgentRun, agent_runs
 from tests.cli_fixtures import run_main
 from tests.fixtures.make_format1 import fixture_types
 from tests.pg_children.server import fresh_schema, store_url
+from tests.test_snapshot_rows import check_snapshot_is_the_stored_rows
 from tests.test_snapshots import TurnPlan, play, state_of, write
 from tests.three_stores import Opener, stores
 
@@ -278,7 +279,9 @@ async def test_snapshots_of_format1_sessions_bind_to_their_chain(tmp_path: Path)
     # Sessions written by chain format 1 (32-byte hashes, no session id) with payloads of an
     # earlier shape (rows encoded again from their events differ from the stored bytes).
     path = Path(shutil.copy(FIXTURES / "format1.db", tmp_path / "format1.db"))
-    async with open_store(f"sqlite:///{path}", types=fixture_types(), snapshot_every=0) as store:
+    async with open_store(
+        f"sqlite:///{path}", types=fixture_types(), snapshot_every=10**6
+    ) as store:
         for info in await store.list():
             if info.head < 0:
                 continue
@@ -291,8 +294,13 @@ async def test_snapshots_of_format1_sessions_bind_to_their_chain(tmp_path: Path)
             reopened = await store.open(info.id)
             assert (reopened.snapshot_fault, reopened.snapshot_seq) == (None, seq), info.id
             assert list(messages(reopened)) == expected
+            # The next snapshot of the reopened session holds the stored rows, byte for byte
+            # (the open swapped them in for the re-encoded ones it checked).
+            seq, digest, data = encode_snapshot(reopened, store._snapshot_rows[reopened])
             await reopened.aclose()
             assert await store.verify_snapshot(info.id) == seq
+            assert await store.store_snapshot(info.id, seq, digest, data)
+            assert await check_snapshot_is_the_stored_rows(store, info.id) == seq
 
 
 @settings(max_examples=40, deadline=None)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from .._codec import GENESIS_HASH, Row, chain_hash, chain_version_of, decode_event
 from .._errors import CorruptLogError, EventLogError
 from .._event import Event
@@ -114,13 +116,15 @@ async def _check_bound(backend: Backend, types: EventTypes, sid: str, restored: 
     stored = await backend.read_hashes(sid, wanted)
     if stored.get(restored.seq) != restored.hash:
         raise SnapshotFault(_stale(restored.seq))
-    for seq, row in rows.items():
+    for seq, row in list(rows.items()):
         digest, prev = stored.get(seq), GENESIS_HASH if seq == 0 else stored.get(seq - 1)
         if digest is None or prev is None:
             raise SnapshotFault(f"its event at seq {seq} is not stored (stale or altered)")
         if _hash(row, prev, sid, digest) != digest:
             held = restored.head if seq == restored.seq else restored.pinned[seq]
-            await _same_as_stored(backend, types, sid, held, prev, digest)
+            # The stored row's bytes from now on: the next snapshot holds them, and binds at
+            # once (the session's rows cache starts from these rows).
+            rows[seq] = await _same_as_stored(backend, types, sid, held, prev, digest)
 
 
 def _hash(row: Row, prev: bytes, sid: str, digest: bytes) -> bytes:
@@ -132,8 +136,9 @@ def _hash(row: Row, prev: bytes, sid: str, digest: bytes) -> bytes:
 
 async def _same_as_stored(
     backend: Backend, types: EventTypes, sid: str, held: Event, prev: bytes, digest: bytes
-) -> None:
+) -> Row:
     """A held row whose bytes are not the stored row's: the same event encoded again, or not.
+    Returns the stored row, its hash left out (as a snapshot holds rows).
 
     :raises SnapshotFault: the stored row does not chain (the log is damaged there: the replay
         says so) or decodes to another event than the one held.
@@ -145,6 +150,7 @@ async def _same_as_stored(
         raise SnapshotFault(f"the stored event at seq {held.seq} does not verify")
     if decode_event(row, types, session_id=sid) != held:
         raise SnapshotFault(f"its event at seq {held.seq} is not the stored one (altered)")
+    return msgspec.structs.replace(row, hash=b"")
 
 
 # -- the full check ----------------------------------------------------------------------------
