@@ -12,7 +12,9 @@ locks, chosen by the token) on the database file while it is open. The lock take
 space, ends when the store closes its descriptor (and with the process, however it ends), and
 another process asks about it with ``F_OFD_GETLK``. The token a store writes is marked
 (:data:`_MARK`) only once it holds its lock, so a token without the mark (an earlier version's,
-or a platform without such locks) is judged as before, by its process alone.
+or a platform without such locks) is judged as before, by its process alone. A lock is shared
+by a process forked without ``exec`` (it inherits the descriptor): such a store counts as open
+until the child ends too, never the other way round.
 """
 
 from __future__ import annotations
@@ -93,18 +95,19 @@ class OwnerLocks:
 
 
 def holder_alive(connection: sqlite3.Connection, holder: str) -> bool:
-    """Whether the store named by the lease token ``holder`` may still write: its process
-    lives (:func:`owner_alive`) and, for a marked token of another process of this host, its
-    owner lock is still held on the database ``connection`` has open."""
+    """Whether the store named by the lease token ``holder`` may still write. A marked token
+    of another process of this host: while its owner lock is held on the database
+    ``connection`` has open (a kernel fact on the file, so it holds across PID namespaces
+    too). Any other token: :func:`owner_alive` (by its process, or this process's stores)."""
     owner = holder.removesuffix(_MARK)
-    if not owner_alive(owner):
-        return False
     if owner == holder or _GETLK is None:
-        return True
+        return owner_alive(owner)
     host, _, rest = owner.partition(":")
     if host != socket.gethostname() or rest.partition(":")[0] == str(os.getpid()):
-        return True  # another host's locks are not seen here; this process knows its own
-    return _locked(_database_path(connection), owner)
+        # Another host's locks are not seen here; this process knows its own stores.
+        return owner_alive(owner)
+    locked = _locked(_database_path(connection), owner)
+    return owner_alive(owner) if locked is None else locked
 
 
 def _database_path(connection: sqlite3.Connection) -> str:
@@ -114,18 +117,18 @@ def _database_path(connection: sqlite3.Connection) -> str:
     return ""
 
 
-def _locked(path: str, owner: str) -> bool:
-    """Whether some open file description holds ``owner``'s lock on ``path`` (``True`` when
-    that cannot be told: a lease is never taken on a guess)."""
+def _locked(path: str, owner: str) -> bool | None:
+    """Whether some open file description holds ``owner``'s lock on ``path``; ``None`` when
+    that cannot be told (the file cannot be opened or asked)."""
     assert _GETLK is not None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return True
+        return None
     try:
         answer = fcntl.fcntl(fd, _GETLK, _flock(fcntl.F_WRLCK, owner))
     except OSError:
-        return True
+        return None
     finally:
         os.close(fd)
     return bool(struct.unpack(_FLOCK, answer)[0] != fcntl.F_UNLCK)
