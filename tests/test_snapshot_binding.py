@@ -23,7 +23,13 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from eventlog import CorruptLogError, RequestHeader, open_store
+from eventlog import (
+    CorruptLogError,
+    RequestHeader,
+    SessionNotFoundError,
+    ValidationError,
+    open_store,
+)
 from eventlog.stores import LogStore, MemoryData
 from eventlog.stores._snapshots import _Body, _decoder, _encoder, decode_snapshot, encode_snapshot
 from projections import messages
@@ -329,3 +335,15 @@ def test_no_genuine_snapshot_of_an_agent_run_is_refused_or_reported(
                 await session.aclose()
 
     anyio.run(scenario)
+
+
+async def test_verify_snapshot_of_a_missing_session_or_one_without_a_snapshot(
+    stores: Opener,
+) -> None:
+    async with stores(snapshot_every=0) as store:
+        with pytest.raises(SessionNotFoundError):
+            await store.verify_snapshot("nope")
+        with pytest.raises(ValidationError):
+            await store.verify_snapshot("bad id!")
+        await write(store, PLANS, crash=False)
+        assert await store.verify_snapshot("s") is None

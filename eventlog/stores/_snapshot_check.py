@@ -69,9 +69,7 @@ async def usable_snapshot(
         if not 0 <= seq <= head:
             raise SnapshotFault(_stale(seq))
         await _check_bound(backend, types, sid, restored)
-    except SnapshotFault as exc:
-        return _unused(sid, f"snapshot at seq {seq} not used: {exc}")
-    except EventLogError as exc:
+    except (SnapshotFault, EventLogError) as exc:
         return _unused(sid, f"snapshot at seq {seq} not used: {exc}")
     return restored, None
 
@@ -158,6 +156,7 @@ async def _same_as_stored(
 
 async def verify_snapshot(store: LogStore, sid: str) -> int | None:
     """See :meth:`~eventlog.stores.base.Store.verify_snapshot`."""
+    await store.record(sid)  # raises SessionNotFoundError
     backend = store.backend
     if not isinstance(backend, Snapshots):
         return None
@@ -165,7 +164,6 @@ async def verify_snapshot(store: LogStore, sid: str) -> int | None:
     if stored is None:
         return None
     seq, digest, data = stored
-    await store.record(sid)  # raises SessionNotFoundError
     try:
         restored = decode_snapshot(data, store.types, sid)
         _check_shape(restored, seq, digest)
