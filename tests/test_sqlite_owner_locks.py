@@ -1,6 +1,7 @@
-"""A SQLite writer lease names a store, not only a process: a store that closed without
-releasing its lease (its release failed) lets another process take the session at once, while
-its own process lives on; a store still open never does (eventlog/stores/sqlite/_liveness.py).
+"""A SQLite writer lease is held by a store, not only by a process: a session whose release
+failed (its store closed, or only the session did) lets another process take it at once, while
+the holder's process, and even its store, live on; a lease still held never does
+(eventlog/stores/sqlite/_liveness.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,30 @@ async def main(url):
         await store.simulate_crash()
     print("closed", flush=True)
     await anyio.to_thread.run_sync(sys.stdin.read)
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+#: A child that takes session ``s``'s lease in a store whose writes wait 0.2 s for a lock,
+#: says ``held``, then on its first line of stdin closes the session (its release then fails
+#: if another connection holds the write lock) and says how that went, keeping its store open
+#: until stdin ends.
+_SESSION_CLOSER = """
+import sys, anyio
+from eventlog import EventLogError, open_store
+
+async def main(url):
+    async with open_store(url, busy_timeout=0.2) as store:
+        session = await store.open("s")
+        print("held", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+        try:
+            await session.aclose()
+            print("released", flush=True)
+        except EventLogError as exc:
+            print("release failed:", type(exc).__name__, flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.read)
 
 anyio.run(main, sys.argv[1])
 """
@@ -126,5 +151,32 @@ async def test_an_unmarked_lease_of_a_live_process_is_still_its_process_alone(
             await store.open("s")
     _set_holder(path, token + ":ofd")
     async with open_store(f"sqlite:///{path}") as store:
+        session = await store.open("s")
+        await session.aclose()
+
+
+async def test_a_session_whose_release_failed_is_free_while_its_store_stays_open(
+    tmp_path: Path, child: list[subprocess.Popen[str]]
+) -> None:
+    path = tmp_path / "s.db"
+    await _created(path)
+    url = f"sqlite:///{path}"
+    holder = _spawn(child, "-c", _SESSION_CLOSER, url)
+    assert _line(holder) == "held"
+    # Another connection holds the write lock while the holder closes the session: its
+    # release cannot be written.
+    with closing(sqlite3.connect(path, isolation_level=None)) as blocker:
+        blocker.execute("BEGIN IMMEDIATE")
+        assert holder.stdin is not None
+        holder.stdin.write("close\n")
+        holder.stdin.flush()
+        assert _line(holder) == "release failed: StoreWriteError"
+        blocker.execute("ROLLBACK")
+    # The lease still names the holder, whose store is still open.
+    token = _holder(path)
+    assert token is not None and token.split(":")[1] == str(holder.pid)
+    assert holder.poll() is None
+    # The session is free all the same: this process takes it at once.
+    async with open_store(url) as store:
         session = await store.open("s")
         await session.aclose()

@@ -58,7 +58,7 @@ from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from .._writer import Batch, WriteDone
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
-from ._liveness import OwnerLocks, writer_alive
+from ._liveness import LeaseLocks, writer_alive
 from ._schema import (
     SYNCHRONOUS,
     check_table_prefix,
@@ -207,8 +207,8 @@ class SQLiteBackend(Backend):
         # The owner token of each lease this store holds: every write checks it is still the
         # session's writer (a stale writer is fenced, never writes into a re-created session).
         self._held: dict[str, str] = {}
-        # What says this store is open to other processes without a write (see `_liveness`).
-        self._locks = OwnerLocks(path)
+        # Tells other processes which leases this store holds, without a write (`_liveness`).
+        self._locks = LeaseLocks(path)
         # Used on the event loop's thread only (see `_read`).
         self._reader: sqlite3.Connection | None = None
         self._changed: anyio.Event | None = None
@@ -372,7 +372,9 @@ class SQLiteBackend(Backend):
     async def acquire_lease(self, session_id: str, owner: str) -> None:
         self._check()
         with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
-            token = self._locks.token(owner)
+            # The lock first: a token that says it is held must be (a refused open leaves it
+            # to the release or the close: it is never consulted while another holds the lease).
+            token = self._locks.hold(owner, session_id)
             await self._call_writer(ops.acquire_lease, session_id, token)
             self._held[session_id] = token
             if not self._wal_reserved:
@@ -383,24 +385,27 @@ class SQLiteBackend(Backend):
 
     async def writer_alive(self, session_id: str) -> bool:
         """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: the ``host:pid:random``
-        token in ``sessions.writer``, whose process is checked."""
+        token in ``sessions.writer``, whose lease lock or process is checked (`_liveness`)."""
         return writer_alive(self.path, self.table_prefix, session_id)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
-        owner = self._locks.stored(owner)
-        if self._held.get(session_id) == owner:
+        token = self._locks.stored(owner, session_id)
+        if self._held.get(session_id) == token:
             del self._held[session_id]
-        self._check()
-        with _translated(
-            self.path, "releasing the writer lease", write=True, session_id=session_id
-        ):
-            await self._call_writer(ops.release_lease, session_id, owner)
+        try:
+            self._check()
+            with _translated(
+                self.path, "releasing the writer lease", write=True, session_id=session_id
+            ):
+                await self._call_writer(ops.release_lease, session_id, token)
+        finally:  # released or not, this store holds the lease no more
+            self._locks.let_go(owner, session_id)
 
     async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check()
         with _translated(self.path, "deleting a session", write=True, session_id=session_id):
             await self._call_writer(
-                ops.delete_session, session_id, self._locks.stored(owner), force
+                ops.delete_session, session_id, self._locks.stored(owner, session_id), force
             )
         self._notify()
 

@@ -417,7 +417,7 @@ def _stored_holder(connection: sqlite3.Connection, session_id: str) -> str | Non
 def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     with transaction(connection):
         holder = _stored_holder(connection, session_id)
-        if holder is not None and holder != owner and holder_alive(connection, holder):
+        if holder is not None and holder != owner and holder_alive(connection, holder, session_id):
             raise SessionBusyError(
                 f"session {session_id!r} is open for writing by {holder}",
                 session_id=session_id,
@@ -443,7 +443,7 @@ def delete_session(
             not force
             and holder is not None
             and holder != owner
-            and holder_alive(connection, holder)
+            and holder_alive(connection, holder, session_id)
         ):
             raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
