@@ -179,3 +179,22 @@ def test_a_live_session_read_every_way_is_never_reported_damaged(
             writer.wait_for_flushes(flushes + 2)
     finally:
         writer.kill()
+
+
+def test_a_session_deleted_while_verify_all_runs_is_gone_not_damaged(tmp_path: Path) -> None:
+    # verify --all lists the sessions, then checks each: one deleted in between (here: listed
+    # before it was deleted) is reported gone, and is not a finding.
+    from agent.cli._commands.verify import _verify_one
+
+    url = f"sqlite:///{tmp_path / 'gone.db'}"
+
+    async def scenario() -> dict[str, object]:
+        async with open_store(url) as store:
+            session = await store.create(session_id=SID)
+            await session.aclose()
+            (info,) = await store.list()
+            await store.delete(SID)
+            return await _verify_one(store, info)
+
+    result = anyio.run(scenario)
+    assert (result["ok"], result["fault"], result.get("deleted")) == (True, None, True)
