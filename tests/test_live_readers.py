@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agent.report import describe_session, load_session
+from agent.report import describe_session, describe_sessions, load_session
 from agent.web._views import session_view
 from eventlog import SessionBusyError, SessionInfo, open_store
 from eventlog.stores import GENESIS_HASH, LogStore, verify_rows
@@ -198,3 +198,23 @@ def test_a_session_deleted_while_verify_all_runs_is_gone_not_damaged(tmp_path: P
 
     result = anyio.run(scenario)
     assert (result["ok"], result["fault"], result.get("deleted")) == (True, None, True)
+
+
+def test_a_session_deleted_while_sessions_lists_is_gone_not_corrupt(tmp_path: Path) -> None:
+    # The listing's rows are described after the page was listed: one deleted in between is
+    # left out, never shown as corrupt; the others are described as usual.
+    url = f"sqlite:///{tmp_path / 'gone.db'}"
+
+    async def scenario() -> list[dict[str, object]]:
+        async with open_store(url) as store:
+            for sid in ("a-kept", "b-gone"):
+                session = await store.create(session_id=sid)
+                await session.aclose()
+            infos = await store.list()
+            await store.delete("b-gone")
+            return await describe_sessions(store, infos)
+
+    rows = anyio.run(scenario)
+    assert [(row["id"], row["state"], row["error"]) for row in rows] == [
+        ("a-kept", "balanced", None)
+    ]

@@ -12,7 +12,7 @@ from rich.text import Text
 from eventlog import Event, EventLogError
 from eventlog.stores import encode_surface
 
-from ...report import describe_session, event_json, event_summary, fault_json, timestamp
+from ...report import describe_sessions, event_json, event_summary, fault_json, timestamp
 from .._context import Context, open_cli_store, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK
 from .._stream import verified_events
@@ -50,7 +50,7 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
 async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url, types=ctx.types) as store:
         infos = await store.list(after=args.after, limit=args.limit)
-        rows = [await describe_session(store, info) for info in infos]
+        rows = await describe_sessions(store, infos)
     after = infos[-1].id if len(infos) == args.limit else None
     if ctx.out.json_mode:
         ctx.out.json({"sessions": rows, "next_after": after})
