@@ -104,36 +104,52 @@ def _set_holder(path: Path, token: str) -> None:
         db.commit()
 
 
-async def _created(path: Path) -> None:
+async def _holding(
+    children: list[subprocess.Popen[str]], path: Path, script: str
+) -> subprocess.Popen[str]:
+    """Session ``s`` created at ``path``, then held by a child running ``script``."""
     async with open_store(f"sqlite:///{path}") as store:
         session = await store.create(session_id="s")
         await session.aclose()
+    holder = _spawn(children, "-c", script, f"sqlite:///{path}")
+    assert _line(holder) == "held"
+    return holder
+
+
+def _tell(process: subprocess.Popen[str], line: str) -> None:
+    assert process.stdin is not None
+    process.stdin.write(line + "\n")
+    process.stdin.flush()
+
+
+async def _takes_over(path: Path) -> None:
+    """This process opens session ``s`` for writing, at once."""
+    async with open_store(f"sqlite:///{path}") as store:
+        session = await store.open("s")
+        await session.aclose()
+
+
+def _still_named(path: Path, holder: subprocess.Popen[str]) -> None:
+    """The lease still names ``holder``, which still runs."""
+    token = _holder(path)
+    assert token is not None and token.split(":")[1] == str(holder.pid)
+    assert holder.poll() is None
 
 
 async def test_a_store_closed_without_releasing_frees_the_session_while_its_process_lives(
     tmp_path: Path, child: list[subprocess.Popen[str]]
 ) -> None:
     path = tmp_path / "s.db"
-    await _created(path)
-    url = f"sqlite:///{path}"
-    holder = _spawn(child, "-c", _HOLDER, url)
-    assert _line(holder) == "held"
+    holder = await _holding(child, path, _HOLDER)
     # Open in the other process: busy.
-    async with open_store(url) as store:
-        with pytest.raises(SessionBusyError):
-            await store.open("s")
+    with pytest.raises(SessionBusyError):
+        await _takes_over(path)
     # It closes its store without releasing (the lease still names it) and lives on.
-    assert holder.stdin is not None
-    holder.stdin.write("close\n")
-    holder.stdin.flush()
+    _tell(holder, "close")
     assert _line(holder) == "closed"
-    token = _holder(path)
-    assert token is not None and token.split(":")[1] == str(holder.pid)
-    assert holder.poll() is None
+    _still_named(path, holder)
     # This process takes the session at once.
-    async with open_store(url) as store:
-        session = await store.open("s")
-        await session.aclose()
+    await _takes_over(path)
 
 
 async def test_an_unmarked_lease_of_a_live_process_is_still_its_process_alone(
@@ -142,7 +158,8 @@ async def test_an_unmarked_lease_of_a_live_process_is_still_its_process_alone(
     # A token written by an earlier version (no owner lock, no mark) of a live process: busy,
     # as before; the same token marked, with no lock held: taken over.
     path = tmp_path / "s.db"
-    await _created(path)
+    async with open_store(f"sqlite:///{path}") as store:
+        await (await store.create(session_id="s")).aclose()
     sleeper = _spawn(child, "-c", "import sys; sys.stdin.read()")
     token = f"{socket.gethostname()}:{sleeper.pid}:0123456789ab"
     _set_holder(path, token)
@@ -150,33 +167,22 @@ async def test_an_unmarked_lease_of_a_live_process_is_still_its_process_alone(
         with pytest.raises(SessionBusyError, match=token):
             await store.open("s")
     _set_holder(path, token + ":ofd")
-    async with open_store(f"sqlite:///{path}") as store:
-        session = await store.open("s")
-        await session.aclose()
+    await _takes_over(path)
 
 
 async def test_a_session_whose_release_failed_is_free_while_its_store_stays_open(
     tmp_path: Path, child: list[subprocess.Popen[str]]
 ) -> None:
     path = tmp_path / "s.db"
-    await _created(path)
-    url = f"sqlite:///{path}"
-    holder = _spawn(child, "-c", _SESSION_CLOSER, url)
-    assert _line(holder) == "held"
+    holder = await _holding(child, path, _SESSION_CLOSER)
     # Another connection holds the write lock while the holder closes the session: its
     # release cannot be written.
     with closing(sqlite3.connect(path, isolation_level=None)) as blocker:
         blocker.execute("BEGIN IMMEDIATE")
-        assert holder.stdin is not None
-        holder.stdin.write("close\n")
-        holder.stdin.flush()
+        _tell(holder, "close")
         assert _line(holder) == "release failed: StoreWriteError"
         blocker.execute("ROLLBACK")
     # The lease still names the holder, whose store is still open.
-    token = _holder(path)
-    assert token is not None and token.split(":")[1] == str(holder.pid)
-    assert holder.poll() is None
+    _still_named(path, holder)
     # The session is free all the same: this process takes it at once.
-    async with open_store(url) as store:
-        session = await store.open("s")
-        await session.aclose()
+    await _takes_over(path)
