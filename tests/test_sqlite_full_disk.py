@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
+import anyio
 import pytest
 
 from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage, open_store
 
 pytestmark = pytest.mark.anyio
+
+CHILDREN = Path(__file__).parent / "sqlite_children"
 
 #: Big enough for the store's reserved WAL (4.5 MiB) and the first commits.
 DISK = "24m"
@@ -123,3 +129,63 @@ async def test_a_store_closed_on_a_full_disk_releases_its_lease(disk: Path) -> N
         await reopened.aclose()
     async with open_store(url) as store:
         assert [e.data.message.text async for e in store.read("s")] == ["kept", "after"]
+
+
+#: Rounds of (this many messages, of this size) that fill the 24 MiB disk with the store's own
+#: files; a round that fails having written nothing to the WAL leaves no room in it for
+#: releasing the lease either. Which sizes do depends on SQLite's page layout, so each is tried
+#: on a fresh disk until one does (tmpfs is deterministic: the first one does, in practice).
+OWN_ROUNDS = ((5, 200_000), (10, 100_000), (20, 50_000), (3, 300_000))
+
+
+async def _fill_with_own_files_and_close(disk: Path, events: int, size: int) -> int:
+    """Fill ``disk`` with a store's own writes to session ``s`` until a flush fails, close the
+    store (its final write fails) and return the seq last flushed."""
+    async with open_store(f"sqlite:///{disk / 's.db'}") as store:
+        session = await store.create(session_id="s")
+        say(session, "kept")
+        await session.flush()
+        with pytest.raises(StoreWriteError):
+            while True:
+                for i in range(events):
+                    say(session, f"own {i} " + "x" * size)
+                await session.flush()
+        assert os.statvfs(disk).f_bavail == 0
+        return session.durable
+
+
+def _lease_holder(disk: Path) -> str | None:
+    with closing(sqlite3.connect(f"file:{disk / 's.db'}?mode=ro", uri=True)) as db:
+        ((writer,),) = db.execute("SELECT writer FROM sessions WHERE id = 's'").fetchall()
+    return None if writer is None else str(writer)
+
+
+def test_a_store_closed_on_a_disk_its_own_files_filled_lets_another_process_take_over(
+    disk: Path,
+) -> None:
+    ballast = disk / "other-program.bin"
+    for events, size in OWN_ROUNDS:
+        for path in disk.iterdir():
+            path.unlink()
+        # Another program's file (removed later, to give space back), then the store's own
+        # writes fill the disk, and the store closes with the disk still full.
+        ballast.write_bytes(b"\0" * (1 << 20))
+        durable = anyio.run(_fill_with_own_files_and_close, disk, events, size)
+        assert {p.name for p in disk.iterdir()} == {ballast.name, "s.db", "s.db-shm", "s.db-wal"}
+        # Its release failed: the lease still names this process, which lives on.
+        holder = _lease_holder(disk)
+        if holder is not None:
+            break
+    assert holder is not None, "no round left the WAL without room for the release"
+    assert holder.split(":")[1] == str(os.getpid())
+    # Space comes back; another process takes the session at once and writes a turn after
+    # every event this store flushed.
+    ballast.unlink()
+    child = subprocess.run(
+        [sys.executable, str(CHILDREN / "writer.py"), disk / "s.db", "s", "turns", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.stdout.strip() == f"done {durable + 5}", child.stdout + child.stderr

@@ -59,6 +59,7 @@ from ._runs import (
     run_spans as run_spans,
 )
 from ._sessions import describe_session as describe_session
+from ._sessions import describe_sessions as describe_sessions
 from ._sessions import fault_json as fault_json
 from ._sessions import unknown_json as unknown_json
 from ._unknown import UnknownType as UnknownType
@@ -71,6 +72,7 @@ __all__ = (
     "message_text",
     "timestamp",
     "describe_session",
+    "describe_sessions",
     "fault_json",
     "unknown_json",
     "UnknownType",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from eventlog import EventLogError, Session
 from eventlog.stores import LogStore, SessionRecord
 
@@ -42,6 +44,10 @@ async def load_session(store: LogStore, session_id: str, *, salvage: bool = True
     """
     record = await store.record(session_id)
     session = await store.open(session_id, salvage=True)
+    if session.head > record.head:
+        # A live writer appended after the record was read, and the open read those events
+        # too (verified, up to a head read again): they are stored, and counted.
+        record = msgspec.structs.replace(record, head=session.head)
     unknown, fault = await unknown_type(store, session.id, session.salvage_fault)
     if fault is not None and not salvage:
         await session.aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -14,7 +15,7 @@ from ._fates import session_state
 from ._load import load_session
 from ._unknown import UnknownType
 
-__all__ = ("describe_session", "fault_json", "unknown_json")
+__all__ = ("describe_session", "describe_sessions", "fault_json", "unknown_json")
 
 
 def unknown_json(unknown: UnknownType | None) -> dict[str, Any] | None:
@@ -61,3 +62,11 @@ async def describe_session(store: LogStore, info: SessionInfo) -> dict[str, Any]
     )
     row["error"] = fault_json(loaded.fault) or unknown_json(loaded.unknown)
     return row
+
+
+async def describe_sessions(store: LogStore, infos: Sequence[SessionInfo]) -> list[dict[str, Any]]:
+    """The rows of ``sessions`` for the listed ``infos`` (see :func:`describe_session`), less
+    those deleted since they were listed: on a store in use, sessions come and go while they
+    are described, and one that is gone is not corrupt."""
+    rows = [await describe_session(store, info) for info in infos]
+    return [row for row in rows if (row["error"] or {}).get("error") != "SessionNotFoundError"]

@@ -160,7 +160,8 @@ class Store(Protocol):
         verify that they end at the session's stored head, rebuild the surface index.
 
         ``verify="snapshot"`` (the default): start from the session's latest stored snapshot
-        when it matches the stored chain (its hash is the stored event's at its seq), then
+        when it matches the stored chain (its hash is the stored event's at its seq, and each
+        event it holds hashes from the stored hash before it to its own stored one), then
         decode and verify the hash chain of every event after it; the session holds in memory
         only those and the events on the surface (older ones: ``session.read_events``). A
         snapshot that does not match, does not decode or is of an unknown format is ignored
@@ -275,6 +276,19 @@ class Store(Protocol):
         :raises SessionNotFoundError: no such session.
         :raises AttachmentNotFoundError: one is missing (names the first event referencing it).
         :raises CorruptLogError: one was altered (names the first event referencing it).
+        """
+        ...
+
+    async def verify_snapshot(self, session_id: str) -> int | None:
+        """Check the session's stored snapshot against its log: rebuild from the stored events
+        up to the snapshot's seq everything it holds (the covered event's hash, the surface and
+        its events, the turn grammar, the projections' states) and compare. Return the seq it
+        covers, or ``None`` when none is stored. ``open`` checks less (the events a snapshot
+        holds, against the chain; see :meth:`open`); this, and ``eventlog verify``, check all.
+
+        :raises SessionNotFoundError: no such session.
+        :raises CorruptLogError: the snapshot does not match the log (naming its seq), or the
+            log up to it fails verification.
         """
         ...
 
@@ -450,6 +464,12 @@ class Snapshots(Protocol):
 
     async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
         """The session's stored snapshot as ``(seq, hash, data)``, unchecked, or ``None``."""
+        ...
+
+    async def read_hashes(self, session_id: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        """The stored chain hash of each of the session's events at ``seqs`` (seqs with no
+        stored event are left out): what binds a snapshot's events to the chain, in one read
+        whatever their number."""
         ...
 
 

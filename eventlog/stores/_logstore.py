@@ -66,13 +66,9 @@ from ._base import (
 )
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
-from ._snapshots import (
-    Restored,
-    SnapshotFault,
-    decode_snapshot,
-    encode_snapshot,
-    keep_surface_rows,
-)
+from ._salvage import head_fault, open_salvaged
+from ._snapshot_check import usable_snapshot, verify_snapshot
+from ._snapshots import Restored, encode_snapshot, keep_surface_rows
 from ._writer import Batch, StartWrite, WriteDone, Writer
 
 __all__ = ("DEFAULT_SNAPSHOT_EVERY", "DEFAULT_TRIM_EVERY", "LogStore", "lease_owner")
@@ -299,22 +295,7 @@ class LogStore(Store):
                 f'verify must be "snapshot" or "full", got {verify!r}', session_id=sid
             )
         if salvage:
-            record = await self.backend.get_session(sid)
-            loader, fault = await self._load(sid, salvage=True)
-            head = loader.head
-            if fault is None and head < record.head:
-                fault = _head_fault(sid, head, record.head)
-            if fault is None and head > record.head:
-                # Read again now: a live writer may have moved the head on meanwhile (a head
-                # only grows); still behind the events, it was altered. Salvage keeps the
-                # events up to the stored head, the prefix before the first seq in doubt.
-                record = await self.backend.get_session(sid)
-                fault = _head_fault(sid, head, record.head)
-                if fault is not None:
-                    loader, _ = await self._load(sid, salvage=True, limit=record.head + 1)
-            session = self._wrap(sid, loader, record, read_only=True)
-            session.salvage_fault = fault
-            return session
+            return await open_salvaged(self, sid)
         await self._take_lease(sid, wait)
         try:
             # Read under the lease: no other live writer moves the head meanwhile.
@@ -322,14 +303,16 @@ class LogStore(Store):
             restored: Restored | None = None
             snapshot_fault: str | None = None
             if verify == "snapshot" and isinstance(self.backend, Snapshots):
-                restored, snapshot_fault = await self._snapshot_of(sid, record.head)
+                restored, snapshot_fault = await usable_snapshot(
+                    self.backend, self.types, sid, record.head
+                )
             # The surface events' rows, as read: the rows cache of the session's next snapshot.
             rows: dict[int, Row] | None = {} if self.snapshot_every else None
             if restored is not None:
                 loader = await self._load_after(sid, restored, rows)
             else:
                 loader, _ = await self._load(sid, salvage=False, rows=rows)
-            fault = _head_fault(sid, loader.head, record.head)
+            fault = head_fault(sid, loader.head, record.head)
             if fault is not None:
                 raise fault
             states = {} if restored is None else await self._states_of(sid, restored)
@@ -346,41 +329,6 @@ class LogStore(Store):
             for key, state in states.items():
                 session.projection_cache[key] = [state, restored.seq + 1]
         return session
-
-    async def _snapshot_of(self, sid: str, head: int) -> tuple[Restored | None, str | None]:
-        """The session's stored snapshot, checked against the stored chain: ``(restored,
-        None)``, ``(None, None)`` when there is none, or ``(None, why)`` when it cannot be
-        used (logged; the caller replays the whole log instead)."""
-        assert isinstance(self.backend, Snapshots)
-        try:
-            stored = await self.backend.read_snapshot(sid)
-        except EventLogError as exc:
-            fault = f"snapshot not read: {exc}"
-            logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
-            return None, fault
-        if stored is None:
-            return None, None
-        seq, digest, data = stored
-        why: str | None = None
-        restored: Restored | None = None
-        try:
-            restored = decode_snapshot(data, self.types, sid)
-        except SnapshotFault as exc:
-            why = str(exc)
-        if restored is not None and (restored.seq != seq or restored.hash != digest):
-            why = "its header does not match its body"
-        if restored is not None and why is None:
-            row = None
-            if 0 <= seq <= head:
-                async for chunk in self.backend.read_rows(sid, seq, 1):
-                    row = chunk[0]
-            if row is None or row.seq != seq or row.hash != restored.hash:
-                why = f"its hash is not the stored event's at seq {seq} (stale or altered)"
-        if why is None:
-            return restored, None
-        fault = f"snapshot at seq {seq} not used: {why}"
-        logger.warning("eventlog: session %r: %s; replaying the whole log", sid, fault)
-        return None, fault
 
     async def _load_after(
         self, sid: str, restored: Restored, rows: dict[int, Row] | None = None
@@ -611,6 +559,10 @@ class LogStore(Store):
                 (row.seq, row_digests(row, self.types, session_id=sid)) for row in chunk
             )
         return await verify_attachments(self.backend, sid, references)
+
+    async def verify_snapshot(self, session_id: str) -> int | None:
+        self._check_open()
+        return await verify_snapshot(self, validate_session_id(session_id))
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()
@@ -866,30 +818,6 @@ def _seconds(wait: object, sid: str) -> float:
     except OverflowError:
         pass
     raise ValidationError(f"wait must be a number of seconds >= 0, got {wait!r}", session_id=sid)
-
-
-def _head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:
-    """The error when the loaded events (up to seq ``loaded``) do not end at the session's
-    stored ``head``, naming the first seq in doubt; ``None`` when they do."""
-    if loaded < head:
-        return CorruptLogError(
-            f"session {sid!r}, seq {loaded + 1}: the stored head is {head} but the events from "
-            f"seq {loaded + 1} are missing",
-            session_id=sid,
-            seq=loaded + 1,
-            hint="rows were deleted or damaged outside eventlog; open with salvage=True to "
-            "read the events before them",
-        )
-    if loaded > head:
-        return CorruptLogError(
-            f"session {sid!r}, seq {head + 1}: the stored head is {head} but events up to "
-            f"seq {loaded} are stored: the head was altered",
-            session_id=sid,
-            seq=head + 1,
-            hint="the sessions row was altered outside eventlog; open with salvage=True to "
-            "read the events up to the stored head",
-        )
-    return None
 
 
 def _open_turn_at(rows: Sequence[Row]) -> int | None:

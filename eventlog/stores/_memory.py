@@ -209,3 +209,7 @@ class MemoryBackend(Backend, Snapshots):
 
     async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
         return self.data.snapshots.get(session_id)
+
+    async def read_hashes(self, session_id: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        rows = self.data.rows.get(session_id, [])
+        return {seq: rows[seq].hash for seq in seqs if 0 <= seq < len(rows)}

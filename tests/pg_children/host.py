@@ -24,6 +24,7 @@ from eventlog import (
     AssistantMessage,
     ConflictError,
     Message,
+    Replace,
     Session,
     SessionBusyError,
     StepEnd,
@@ -83,7 +84,9 @@ async def _flush(session: Session) -> None:
     print(f"flushed {session.durable}", flush=True)
 
 
-async def _loop(session: Session) -> None:
+async def _loop(session: Session, compact_every: int = 0) -> None:
+    """Turns forever (see the module docstring); with ``compact_every``, every that many turns
+    the whole surface is replaced by a summary."""
     turn = 1 + max((e.data.turn for e in session.events() if e.type == "turn/start"), default=0)
     while True:
         _open_step(session, turn)
@@ -105,6 +108,11 @@ async def _loop(session: Session) -> None:
         session.append("step/end", StepEnd(turn=turn, step=1))
         await _flush(session)  # at step end
         session.append("turn/end", TurnEnd(turn=turn, reason="completed"))
+        if compact_every and turn % compact_every == 0:
+            nodes = list(session.surface_index.nodes)
+            summary = UserMessage(message=Message.user(f"summary up to turn {turn}"))
+            replace = Replace(nodes[0], nodes[-1])
+            session.append("user/message", summary, surface=replace, sources=nodes)
         turn += 1
 
 

@@ -11,7 +11,7 @@ import msgspec
 from eventlog import Event, EventLogError
 from eventlog.stores import encode_surface
 
-from ...report import describe_session, event_json, event_summary, fault_json, timestamp
+from ...report import describe_sessions, event_json, event_summary, fault_json, timestamp
 from .._context import Context, open_cli_store, stored_record
 from .._errors import EXIT_FINDINGS, EXIT_OK, states_exit
 from .._safe import terminal_safe
@@ -49,7 +49,7 @@ def _configure_sessions(parser: argparse.ArgumentParser) -> None:
 async def _run_sessions(args: argparse.Namespace, ctx: Context) -> int:
     async with open_cli_store(ctx.url, types=ctx.types) as store:
         infos = await store.list(after=args.after, limit=args.limit)
-        rows = [await describe_session(store, info) for info in infos]
+        rows = await describe_sessions(store, infos)
     after = infos[-1].id if len(infos) == args.limit else None
     # One rule with audit, verify and recover: 1 when a listed session is damaged or needs
     # repair (this page's sessions; the next page answers for its own).

@@ -1,5 +1,5 @@
-"""``verify``: check the hash chain (and that every event decodes) of one or all sessions, and
-the attachments their events reference."""
+"""``verify``: check the hash chain (and that every event decodes) of one or all sessions, the
+attachments their events reference, and each session's stored snapshot against its log."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from collections.abc import AsyncIterator
 from typing import Any
 
-from eventlog import EventLogError, SessionInfo
+from eventlog import EventLogError, SessionInfo, SessionNotFoundError
 from eventlog.stores import LogStore
 
 from ...report import counted, fault_json, unknown_json
@@ -64,13 +64,23 @@ async def _targets(store: LogStore, session_id: str | None) -> AsyncIterator[Ses
 
 
 async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
+    try:
+        return await _checked(store, info)
+    except SessionNotFoundError:  # deleted while --all ran: gone, not damaged
+        return {"id": info.id, "events": 0, "ok": True, "fault": None, "deleted": True}
+
+
+async def _checked(store: LogStore, info: SessionInfo) -> dict[str, Any]:
     result: dict[str, Any] = {"id": info.id, "events": info.head + 1, "ok": False, "fault": None}
+    result["snapshot"] = None  # the seq of the snapshot checked, when one is stored
     if info.error is not None:
         result["fault"] = {"error": "SessionInfo", "seq": None, "message": info.error}
         return result
     try:
         loaded = await load_session(store, info.id)
-    except EventLogError as exc:  # e.g. deleted while --all ran: report it, go on
+    except SessionNotFoundError:
+        raise
+    except EventLogError as exc:  # a record that cannot be read: report it, go on
         result["fault"] = fault_json(exc)
         return result
     result["events"] = loaded.stored_events
@@ -80,6 +90,10 @@ async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
     if fault is None:
         try:  # the attachments the events reference: present, and still their digests' bytes
             await store.verify_attachments(info.id)
+            if loaded.unknown is None:  # the snapshot, rebuilt from the log and compared
+                result["snapshot"] = await store.verify_snapshot(info.id)
+        except SessionNotFoundError:
+            raise
         except EventLogError as exc:
             fault = exc
     result["ok"] = fault is None
@@ -88,7 +102,9 @@ async def _verify_one(store: LogStore, info: SessionInfo) -> dict[str, Any]:
 
 
 def _print(ctx: Context, result: dict[str, Any]) -> None:
-    if result["ok"]:
+    if result.get("deleted"):
+        ctx.out.line(f"gone  {result['id']}  deleted while being verified")
+    elif result["ok"]:
         events = counted(result["events"], "event")
         ctx.out.line(f"ok    {result['id']}  {events}, hash chain intact")
         if result.get("unknown"):

@@ -57,7 +57,7 @@ from ._attachments import insert_attachment, select_attachment
 from ._errors import DRIVER_ERRORS, translate
 from ._leases import Leases
 from ._listen import Listener, Notifier
-from ._snapshots import delete_snapshot, insert_snapshot, select_snapshot
+from ._snapshots import SnapshotMethods, delete_snapshot
 from ._sql import Statements, setup_schema
 
 __all__ = ("PostgresBackend",)
@@ -69,7 +69,7 @@ _CHUNK = 2000
 _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
-class PostgresBackend(Backend):
+class PostgresBackend(SnapshotMethods, Backend):
     """Sessions in PostgreSQL tables (docs/stores.md), driven with asyncpg.
 
     :param url: ``postgresql://user[:password]@host[:port]/database``; a ``schema`` query
@@ -326,18 +326,6 @@ class PostgresBackend(Backend):
         with self._translate(f"storing attachment {digest}"):
             async with self._pool.acquire() as conn:
                 await insert_attachment(conn, self.schema, digest, data)
-
-    async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
-        self._check_open(session_id)
-        with self._translate("storing a snapshot", session_id):
-            async with self._pool.acquire() as conn:
-                return await insert_snapshot(conn, self.schema, session_id, seq, hash, data)
-
-    async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
-        self._check_open(session_id)
-        with self._translate("reading a snapshot", session_id, write=False):
-            async with self._pool.acquire() as conn:
-                return await select_snapshot(conn, self.schema, session_id)
 
     async def get_attachment(self, digest: str) -> bytes | None:
         self._check_open()

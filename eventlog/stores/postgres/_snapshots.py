@@ -7,14 +7,16 @@ before snapshots existed keeps starting without DDL (no migration step).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from .._snapshots import stored_snapshot
 from ._sql import quote_ident
 
-__all__ = ("delete_snapshot", "insert_snapshot", "select_snapshot")
+__all__ = ("SnapshotMethods", "delete_snapshot", "insert_snapshot", "select_snapshot")
 
 
 async def insert_snapshot(
@@ -65,3 +67,42 @@ async def delete_snapshot(conn: Any, schema: str, session_id: str) -> None:
     table = f"{quote_ident(schema)}.snapshots"
     if await conn.fetchval("SELECT to_regclass($1)", table) is not None:
         await conn.execute(f"DELETE FROM {table} WHERE session_id = $1", session_id)
+
+
+class SnapshotMethods:
+    """The backend's :class:`~eventlog.stores.base.Snapshots` methods, for
+    :class:`~eventlog.stores.postgres.PostgresBackend` (which provides what is declared here)."""
+
+    schema: str
+    _pool: Any
+
+    if TYPE_CHECKING:
+
+        def _check_open(self, session_id: str | None = None) -> None: ...
+
+        def _translate(
+            self, action: str, session_id: str | None = None, *, write: bool = True
+        ) -> AbstractContextManager[None]: ...
+
+    async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
+        self._check_open(session_id)
+        with self._translate("storing a snapshot", session_id):
+            async with self._pool.acquire() as conn:
+                return await insert_snapshot(conn, self.schema, session_id, seq, hash, data)
+
+    async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
+        self._check_open(session_id)
+        with self._translate("reading a snapshot", session_id, write=False):
+            async with self._pool.acquire() as conn:
+                return await select_snapshot(conn, self.schema, session_id)
+
+    async def read_hashes(self, session_id: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        self._check_open(session_id)
+        with self._translate("reading hashes", session_id, write=False):
+            found = await self._pool.fetch(
+                f"SELECT seq, hash FROM {quote_ident(self.schema)}.events "
+                "WHERE session_id = $1 AND seq = ANY($2::bigint[])",
+                session_id,
+                list(seqs),
+            )
+        return {seq: bytes(digest) for seq, digest in found}

@@ -58,6 +58,7 @@ from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from .._writer import Batch, WriteDone
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
+from ._liveness import LeaseLocks, writer_alive
 from ._schema import (
     SYNCHRONOUS,
     check_table_prefix,
@@ -66,7 +67,7 @@ from ._schema import (
     prepare_schema,
     reserve_wal,
 )
-from ._snapshots import insert_snapshot, select_snapshot
+from ._snapshots import insert_snapshot, select_hashes, select_snapshot
 from ._worker import Done, SQLiteWorker
 
 __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
@@ -206,6 +207,8 @@ class SQLiteBackend(Backend):
         # The owner token of each lease this store holds: every write checks it is still the
         # session's writer (a stale writer is fenced, never writes into a re-created session).
         self._held: dict[str, str] = {}
+        # Tells other processes which leases this store holds, without a write (`_liveness`).
+        self._locks = LeaseLocks(path)
         # Used on the event loop's thread only (see `_read`).
         self._reader: sqlite3.Connection | None = None
         self._changed: anyio.Event | None = None
@@ -246,6 +249,7 @@ class SQLiteBackend(Backend):
                     self._reader = None
             finally:
                 await self._writer.close()
+                self._locks.close()
 
     def _check(self) -> None:
         if self._closed:
@@ -368,8 +372,11 @@ class SQLiteBackend(Backend):
     async def acquire_lease(self, session_id: str, owner: str) -> None:
         self._check()
         with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
-            await self._call_writer(ops.acquire_lease, session_id, owner)
-            self._held[session_id] = owner
+            # The lock first: a token that says it is held must be (a refused open leaves it
+            # to the release or the close: it is never consulted while another holds the lease).
+            token = self._locks.hold(owner, session_id)
+            await self._call_writer(ops.acquire_lease, session_id, token)
+            self._held[session_id] = token
             if not self._wal_reserved:
                 # Queued, not awaited: opening a session must not wait ~10 ms for it. The worker
                 # runs jobs in order, so it is in place before this store's first write.
@@ -378,22 +385,28 @@ class SQLiteBackend(Backend):
 
     async def writer_alive(self, session_id: str) -> bool:
         """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: the ``host:pid:random``
-        token in ``sessions.writer``, whose process is checked."""
-        return ops.writer_alive(self.path, self.table_prefix, session_id)
+        token in ``sessions.writer``, whose lease lock or process is checked (`_liveness`)."""
+        return writer_alive(self.path, self.table_prefix, session_id)
 
     async def release_lease(self, session_id: str, owner: str) -> None:
-        if self._held.get(session_id) == owner:
+        token = self._locks.stored(owner, session_id)
+        if self._held.get(session_id) == token:
             del self._held[session_id]
-        self._check()
-        with _translated(
-            self.path, "releasing the writer lease", write=True, session_id=session_id
-        ):
-            await self._call_writer(ops.release_lease, session_id, owner)
+        try:
+            self._check()
+            with _translated(
+                self.path, "releasing the writer lease", write=True, session_id=session_id
+            ):
+                await self._call_writer(ops.release_lease, session_id, token)
+        finally:  # released or not, this store holds the lease no more
+            self._locks.let_go(owner, session_id)
 
     async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check()
         with _translated(self.path, "deleting a session", write=True, session_id=session_id):
-            await self._call_writer(ops.delete_session, session_id, owner, force)
+            await self._call_writer(
+                ops.delete_session, session_id, self._locks.stored(owner, session_id), force
+            )
         self._notify()
 
     async def put_attachment(self, digest: str, data: bytes) -> None:
@@ -412,6 +425,11 @@ class SQLiteBackend(Backend):
         self._check()
         with _translated(self.path, "reading a snapshot", write=False, session_id=session_id):
             return await self._read(select_snapshot, session_id)
+
+    async def read_hashes(self, session_id: str, seqs: Sequence[int]) -> dict[int, bytes]:
+        self._check()
+        with _translated(self.path, "reading hashes", write=False, session_id=session_id):
+            return await self._read(select_hashes, session_id, seqs)
 
     async def get_attachment(self, digest: str) -> bytes | None:
         self._check()

@@ -17,8 +17,8 @@ import msgspec
 from ..._codec import Row
 from ..._errors import CorruptLogError, SessionBusyError, SessionExistsError
 from .._base import SessionInfo, SessionRecord, delete_refused, session_not_found
-from .._owners import owner_alive
 from .._writer import Batch
+from ._liveness import HOLDER, holder_alive, holder_of
 from ._snapshots import delete_snapshot
 from ._transaction import WriteLockBusy, one_statement, transaction, waiting_for_lock
 
@@ -403,31 +403,21 @@ def poll_head(
     return now, (None if found is None else found[0])
 
 
-def _holder(raw: bytes | None) -> str | None:
-    """The lease holder's token; damaged bytes are kept visible (and name no live process of
-    this host, so the lease counts as held elsewhere)."""
-    return None if raw is None else bytes(raw).decode(errors="backslashreplace")
-
-
-#: The lease holder's token as bytes: a damaged one must not fail the read (see `_holder`).
-_HOLDER = "SELECT CAST(writer AS BLOB) FROM {p}sessions WHERE id = ?"
-
-
 def _stored_holder(connection: sqlite3.Connection, session_id: str) -> str | None:
     """The holder of ``session_id``'s lease (``None``: free).
 
     :raises SessionNotFoundError: no such session.
     """
-    found = connection.execute(_HOLDER, (session_id,)).fetchone()
+    found = connection.execute(HOLDER, (session_id,)).fetchone()
     if found is None:
         raise session_not_found(session_id)
-    return _holder(found[0])
+    return holder_of(found[0])
 
 
 def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     with transaction(connection):
         holder = _stored_holder(connection, session_id)
-        if holder is not None and holder != owner and owner_alive(holder):
+        if holder is not None and holder != owner and holder_alive(connection, holder, session_id):
             raise SessionBusyError(
                 f"session {session_id!r} is open for writing by {holder}",
                 session_id=session_id,
@@ -449,7 +439,12 @@ def delete_session(
     (unless ``force``: that writer is then fenced at its next write)."""
     with transaction(connection):
         holder = _stored_holder(connection, session_id)
-        if not force and holder is not None and holder != owner and owner_alive(holder):
+        if (
+            not force
+            and holder is not None
+            and holder != owner
+            and holder_alive(connection, holder, session_id)
+        ):
             raise delete_refused(session_id, holder)
         connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
         connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
@@ -502,18 +497,3 @@ def _info(row: tuple[Any, ...]) -> SessionInfo:
         )
     except (msgspec.DecodeError, msgspec.ValidationError, TypeError, UnicodeDecodeError) as exc:
         return SessionInfo(id=session_id, error=f"the session's record is damaged: {exc}")
-
-
-def writer_alive(path: str, prefix: str, session_id: str) -> bool:
-    """Whether a live process holds ``session_id``'s lease in the file at ``path``: its own
-    read-only connection, so it never waits behind the store's writer and never writes."""
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        try:
-            found = db.execute(_HOLDER.replace("{p}", prefix), (session_id,)).fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return False
-    holder = None if found is None else _holder(found[0])
-    return holder is not None and owner_alive(holder)

@@ -9,11 +9,14 @@ gains the table when a session is next flushed past a checkpoint.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+
+import msgspec
 
 from .._snapshots import stored_snapshot
 from ._transaction import transaction
 
-__all__ = ("delete_snapshot", "insert_snapshot", "select_snapshot")
+__all__ = ("delete_snapshot", "insert_snapshot", "select_hashes", "select_snapshot")
 
 _CREATE = (
     "CREATE TABLE IF NOT EXISTS {p}snapshots (session_id TEXT PRIMARY KEY, "
@@ -64,3 +67,21 @@ def delete_snapshot(connection: sqlite3.Connection, session_id: str) -> None:
     except sqlite3.OperationalError as exc:
         if "no such table" not in str(exc):
             raise
+
+
+# One statement whatever the number of seqs (a JSON array), so the prefixed connection caches
+# one text; each seq is a primary-key lookup.
+_SELECT_HASHES = (
+    "SELECT seq, hash FROM {p}events WHERE session_id = ? "
+    "AND seq IN (SELECT value FROM json_each(?))"
+)
+
+
+def select_hashes(
+    connection: sqlite3.Connection, session_id: str, seqs: Sequence[int]
+) -> dict[int, bytes]:
+    """The stored hash of each of the session's events at ``seqs`` (absent seqs left out)."""
+    found = connection.execute(
+        _SELECT_HASHES, (session_id, msgspec.json.encode(list(seqs)).decode())
+    )
+    return {seq: bytes(digest) for seq, digest in found}

@@ -1,0 +1,1 @@
+"""Child processes that write a session while the parent reads it (tests/test_live_readers.py)."""
