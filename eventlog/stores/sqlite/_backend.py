@@ -58,6 +58,7 @@ from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from .._writer import Batch, WriteDone
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
+from ._delete import delete_session
 from ._schema import (
     SYNCHRONOUS,
     check_table_prefix,
@@ -393,7 +394,7 @@ class SQLiteBackend(Backend):
     async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check()
         with _translated(self.path, "deleting a session", write=True, session_id=session_id):
-            await self._call_writer(ops.delete_session, session_id, owner, force)
+            await self._call_writer(delete_session, session_id, owner, force)
         self._notify()
 
     async def put_attachment(self, digest: str, data: bytes) -> None:
