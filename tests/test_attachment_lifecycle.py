@@ -240,3 +240,56 @@ async def test_bytes_like_attachments_are_stored_as_bytes() -> None:
         }
         assert digests == {attachment_digest(PNG)}
         assert type(await store.get_attachment(attachment_digest(PNG))) is bytes
+
+
+@pytest.fixture
+def pg_place(tmp_path: Path) -> Iterator[Place]:
+    with _make_place("postgres", tmp_path) as made:
+        yield made
+
+
+@pytest.mark.postgres
+async def test_a_postgres_delete_waits_for_a_round_in_flight_that_references_the_bytes(
+    pg_place: Place,
+) -> None:
+    place = pg_place
+    assert place.schema is not None
+    async with place.store() as store:
+        digest = await store.put_attachment(PNG)
+        mine = await store.create(session_id="mine")
+        show(mine, digest)
+        await mine.aclose()
+        await (await store.create(session_id="theirs")).aclose()
+        # Another host's write round is in flight: its row references the same bytes,
+        # its transaction not yet committed.
+        writer = await raw_connection()
+        waiter = await raw_connection()
+        try:
+            await writer.execute(f'SET search_path = "{place.schema}"')
+            in_flight = writer.transaction()
+            await in_flight.start()
+            await writer.execute(
+                "INSERT INTO events VALUES ('theirs', 0, 'user/message', 0, NULL, '[]', "
+                "false, $1, '\\x00')",
+                f'{{"message":{{"attachment":"{digest}"}}}}',
+            )
+            # The delete starts and waits for that round (it holds write rounds back while
+            # it looks) ...
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(store.delete, "mine")
+                await _until_waiting_on_a_lock(waiter, place.schema)
+                # ... which commits: the delete then sees the reference, and keeps the bytes.
+                await in_flight.commit()
+        finally:
+            await writer.close()
+            await waiter.close()
+        assert await store.get_attachment(digest) == PNG
+        assert await stored(place, store) == {digest}
+
+
+async def _until_waiting_on_a_lock(conn: Any, schema: str) -> None:
+    """Return once a statement locking ``schema``'s events table waits for a lock."""
+    query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
+    with anyio.fail_after(10):
+        while not await conn.fetchval(query, f'LOCK TABLE "{schema}".events%'):
+            await anyio.sleep(0.01)  # a condition on another server session: polled
