@@ -156,8 +156,8 @@ async def checked_attachment(
             f"{attachment_digest(data)}",
             session_id=session_id,
             seq=seq,
-            hint="put the right bytes again (store.put_attachment, or import an export that "
-            "holds them): they replace the altered ones",
+            hint="store the right bytes again (store.put_attachment): they replace the "
+            "altered ones",
         )
     return data
 
