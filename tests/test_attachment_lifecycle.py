@@ -5,6 +5,8 @@ session references; every argument of the attachments API is type-checked."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,11 +28,12 @@ from eventlog import (
 )
 from eventlog.stores import LogStore, MemoryBackend
 from tests.cli_fixtures import cli
-from tests.pg_children.server import raw_connection
+from tests.pg_children.server import raw_connection, store_url
 from tests.test_store_hardening import Place, _make_place
 
 pytestmark = pytest.mark.anyio
 
+CHILD = Path(__file__).parent / "sqlite_children" / "shows_image.py"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 SCREEN = b"\x89PNG\r\n\x1a\n" + bytes(range(64, 200))
 
@@ -198,6 +201,39 @@ async def test_a_reference_stored_by_another_store_before_the_delete_keeps_the_b
         await second.put_attachment(PNG)
         assert await second.verify_attachments("late") == 1
         await late.aclose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    with _make_place(request.param, tmp_path) as made:
+        yield made
+
+
+async def test_a_session_of_another_process_keeps_the_bytes_it_shows(sql_place: Place) -> None:
+    place = sql_place
+    url = f"sqlite:///{place.path}" if place.path is not None else store_url(str(place.schema))
+    async with place.store() as store:
+        digest = await store.put_attachment(PNG)
+        mine = await store.create(session_id="mine")
+        show(mine, digest)
+        await mine.aclose()
+        # Another process puts the same bytes and stores a session showing them ...
+        command = [sys.executable, str(CHILD), url, "theirs", PNG.hex()]
+        async with await anyio.open_process(command, stdin=subprocess.PIPE) as child:
+            assert child.stdout is not None and child.stdin is not None
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await child.stdout.receive(1)
+            assert line == b"stored\n"
+            # ... so deleting this one, while that process still runs, keeps the bytes.
+            await store.delete("mine")
+            assert await store.get_attachment(digest) == PNG
+            await child.stdin.aclose()
+            assert await child.wait() == 0
+        assert await store.verify_attachments("theirs") == 1
+        # Once no session shows them, the delete takes them.
+        await store.delete("theirs")
+        assert await stored(place, store) == set()
 
 
 # -- type traps --------------------------------------------------------------------------------
