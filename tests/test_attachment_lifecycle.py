@@ -4,6 +4,7 @@ session references; every argument of the attachments API is type-checked."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from eventlog import (
     APPEND,
     AttachmentNotFoundError,
     CorruptLogError,
+    FilePart,
     ImagePart,
     Message,
     MessageSource,
@@ -329,3 +331,37 @@ async def _until_waiting_on_a_lock(conn: Any, schema: str) -> None:
     with anyio.fail_after(10):
         while not await conn.fetchval(query, f'LOCK TABLE "{schema}".events%'):
             await anyio.sleep(0.01)  # a condition on another server session: polled
+
+
+def wrong(value: object) -> Any:
+    """``value``, typed so a call with the wrong type type-checks (the point of the test)."""
+    return value
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: attachment_digest(wrong("x")), "attachment_digest: data must be bytes"),
+        (
+            lambda: ImagePart(media_type="image/png", attachment=wrong(5)),
+            "ImagePart.attachment must be str, got int",
+        ),
+        (
+            lambda: FilePart(media_type="a/b", attachment=wrong(b"sha256:")),
+            "FilePart.attachment must be str, got bytes",
+        ),
+        (
+            lambda: FilePart(media_type="a/b", data=wrong("text")),
+            "FilePart.data must be bytes, got str",
+        ),
+        (
+            lambda: ImagePart(media_type=wrong(None), url="https://x"),
+            "ImagePart.media_type must be str, got NoneType",
+        ),
+    ],
+)
+def test_building_a_reference_of_the_wrong_type_is_a_validation_error(
+    build: Any, message: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        build()
