@@ -18,6 +18,8 @@ from typing import Literal
 
 import msgspec
 
+from ._errors import ValidationError
+
 __all__ = (
     "FilePart",
     "ImagePart",
@@ -69,8 +71,16 @@ class RedactedReasoningPart(
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-def attachment_digest(data: bytes) -> str:
-    """The content address of ``data``: ``"sha256:"`` followed by 64 lowercase hex digits."""
+def attachment_digest(data: bytes | bytearray | memoryview) -> str:
+    """The content address of ``data``: ``"sha256:"`` followed by 64 lowercase hex digits.
+
+    :raises ValidationError: ``data`` is not bytes, a bytearray or a memoryview.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ValidationError(
+            f"attachment_digest: data must be bytes (or a bytearray or memoryview), got "
+            f"{type(data).__name__}"
+        )
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -88,6 +98,7 @@ class _Media(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     attachment: str | None = None
 
     def __post_init__(self) -> None:
+        _check_types(self)
         given = [name for name in ("data", "url", "attachment") if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -101,6 +112,27 @@ class _Media(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             )
         if "/" not in self.media_type:
             raise ValueError(f"media_type {self.media_type!r} is not a MIME type")
+
+
+#: The type each field of a :class:`_Media` must have (``None`` aside, for the optional ones).
+_MEDIA_TYPES: dict[str, type] = {
+    "media_type": str,
+    "data": bytes,
+    "url": str,
+    "attachment": str,
+}
+
+
+def _check_types(part: _Media) -> None:
+    """Refuse a field of the wrong type (a part built in code, not decoded: msgspec checks
+    those), before any check that would raise ``TypeError`` on it."""
+    for name, expected in _MEDIA_TYPES.items():
+        value = getattr(part, name)
+        if (value is not None or name == "media_type") and not isinstance(value, expected):
+            raise ValidationError(
+                f"{type(part).__name__}.{name} must be {expected.__name__}, got "
+                f"{type(value).__name__}"
+            )
 
 
 class ImagePart(_Media, frozen=True, kw_only=True, tag="image", gc=False):

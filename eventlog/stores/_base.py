@@ -228,7 +228,13 @@ class Store(Protocol):
         ...
 
     async def delete(self, session_id: str, *, force: bool = False) -> None:
-        """Remove a session and all its events.
+        """Remove a session, all its events and its snapshot, and, in the same transaction,
+        the bytes of every attachment it referenced that no other stored event references
+        (an attachment put but never referenced belongs to no session, and stays). A
+        reference another store (another process) stored before the delete keeps the bytes;
+        one stored after it (its bytes put before the delete) finds them gone: reads and
+        ``eventlog verify`` raise ``AttachmentNotFoundError``, and putting the bytes again
+        repairs it.
 
         :param force: delete even while another live writer (another store, in this process or
             another) holds the session's lease; that writer is fenced at its next write (its
@@ -240,12 +246,16 @@ class Store(Protocol):
         """
         ...
 
-    async def put_attachment(self, data: bytes) -> str:
+    async def put_attachment(self, data: bytes | bytearray | memoryview) -> str:
         """Store ``data`` once, content-addressed, and return its digest (``"sha256:<hex>"``)
         for an :class:`~eventlog.ImagePart` or :class:`~eventlog.FilePart` to reference.
-        Durable on return; storing the same bytes again stores nothing. Attachments belong to
-        the store, not to a session: forks share them, and deleting a session keeps them.
+        Durable on return; storing the same bytes again stores nothing, except that stored
+        bytes that no longer hash to the digest (damaged) are replaced: putting the right
+        bytes again repairs an attachment. Attachments are shared by content between sessions
+        (forks share them); :meth:`delete` removes those no remaining session references.
+        Put the bytes right before appending the event that references them.
 
+        :raises ValidationError: ``data`` is not bytes, a bytearray or a memoryview.
         :raises StoreWriteError: nothing was written.
         """
         ...
@@ -253,6 +263,7 @@ class Store(Protocol):
     async def get_attachment(self, digest: str) -> bytes:
         """The bytes stored under ``digest``, checked against it on every read.
 
+        :raises ValidationError: ``digest`` is not ``"sha256:"`` and 64 lowercase hex digits.
         :raises AttachmentNotFoundError: nothing is stored under ``digest``.
         :raises CorruptLogError: the stored bytes no longer hash to ``digest``.
         """
@@ -262,6 +273,7 @@ class Store(Protocol):
         """The bytes of every attachment ``messages`` reference, by digest (checked as by
         :meth:`get_attachment`): what the provider converters take as ``attachments``.
 
+        :raises ValidationError: ``messages`` is not an iterable of :class:`~eventlog.Message`.
         :raises AttachmentNotFoundError: one is not stored.
         :raises CorruptLogError: one was altered.
         """
@@ -365,7 +377,8 @@ class Backend(Protocol):
         ...
 
     async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
-        """Delete a session; ``owner`` is the deleting store's lease token.
+        """Delete a session (see :meth:`Store.delete`: with it, the attachment bytes no other
+        stored event mentions); ``owner`` is the deleting store's lease token.
 
         :raises SessionNotFoundError: no such session.
         :raises SessionBusyError: without ``force``, a live owner other than ``owner`` holds
@@ -375,7 +388,8 @@ class Backend(Protocol):
 
     async def put_attachment(self, digest: str, data: bytes) -> None:
         """Store ``data`` under its content address ``digest`` (the caller computed it) unless
-        that digest is stored already. Durable on return.
+        bytes hashing to ``digest`` are stored already; stored bytes that do not (damaged) are
+        replaced by ``data`` if it does. Durable on return.
 
         :raises StoreWriteError: nothing was written.
         """

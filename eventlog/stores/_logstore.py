@@ -19,7 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-from .._attachments import checked_attachment, row_digests, verify_attachments
+from .._attachments import attached_digests, attachment_bytes, checked_attachment, verify_session
 from .._codec import (
     GENESIS_HASH,
     Row,
@@ -38,7 +38,7 @@ from .._errors import (
 )
 from .._event import Event
 from .._ids import new_session_id, validate_session_id
-from .._message import Message, attachment_digest
+from .._message import Message
 from .._registry import EventTypes
 from .._session import DEFAULT_MAX_EVENT_BYTES, Session
 from .._snapshot_state import snapshot_states
@@ -534,10 +534,10 @@ class LogStore(Store):
             return loader, exc
         return loader, None
 
-    async def put_attachment(self, data: bytes) -> str:
+    async def put_attachment(self, data: bytes | bytearray | memoryview) -> str:
         self._check_open()
-        digest = attachment_digest(data)
-        await self.backend.put_attachment(digest, bytes(data))
+        digest, stored = attachment_bytes(data)
+        await self.backend.put_attachment(digest, stored)
         return digest
 
     async def get_attachment(self, digest: str) -> bytes:
@@ -546,19 +546,14 @@ class LogStore(Store):
 
     async def load_attachments(self, messages: Iterable[Message]) -> dict[str, bytes]:
         self._check_open()
-        digests = dict.fromkeys(d for message in messages for d in message.attachments)
+        digests = attached_digests(messages)
         return {digest: await checked_attachment(self.backend, digest) for digest in digests}
 
     async def verify_attachments(self, session_id: str) -> int:
         self._check_open()
         sid = validate_session_id(session_id)
         await self.backend.get_session(sid)
-        references: list[tuple[int, list[str]]] = []
-        async for chunk in self.backend.read_rows(sid, 0, None):
-            references.extend(
-                (row.seq, row_digests(row, self.types, session_id=sid)) for row in chunk
-            )
-        return await verify_attachments(self.backend, sid, references)
+        return await verify_session(self.backend, self.types, sid)
 
     async def verify_snapshot(self, session_id: str) -> int | None:
         self._check_open()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import anyio
 import msgspec
 
+from .._attachments import mentioned_digests, replaces, unmentioned
 from .._codec import Row
 from .._errors import SessionBusyError, SessionExistsError
 from ._base import (
@@ -180,13 +181,19 @@ class MemoryBackend(Backend, Snapshots):
         del self.data.records[session_id]
         ids = self.data.sorted_ids()
         del ids[bisect.bisect_left(ids, session_id)]
-        self.data.rows.pop(session_id, None)
+        rows = self.data.rows.pop(session_id, [])
+        candidates = mentioned_digests(row.data for row in rows)
+        if candidates:  # the bytes no other stored event mentions go with the session
+            others = (row.data for kept in self.data.rows.values() for row in kept)
+            for digest in unmentioned(candidates, others):
+                self.data.attachments.pop(digest, None)
         self.data.leases.pop(session_id, None)
         self.data.snapshots.pop(session_id, None)
         self._notify()
 
     async def put_attachment(self, digest: str, data: bytes) -> None:
-        self.data.attachments.setdefault(digest, bytes(data))
+        if replaces(self.data.attachments.get(digest), digest, data):
+            self.data.attachments[digest] = bytes(data)
 
     async def get_attachment(self, digest: str) -> bytes | None:
         return self.data.attachments.get(digest)

@@ -47,17 +47,16 @@ from .._base import (
     Backend,
     SessionInfo,
     SessionRecord,
-    delete_refused,
     rows_in_chunks,
     session_not_found,
 )
-from .._owners import owner_alive
 from .._writer import Batch
 from ._attachments import insert_attachment, select_attachment
+from ._delete import delete_session
 from ._errors import DRIVER_ERRORS, translate
 from ._leases import Leases
 from ._listen import Listener, Notifier
-from ._snapshots import SnapshotMethods, delete_snapshot
+from ._snapshots import SnapshotMethods
 from ._sql import Statements, setup_schema
 
 __all__ = ("PostgresBackend",)
@@ -305,20 +304,7 @@ class PostgresBackend(SnapshotMethods, Backend):
         self._check_open(session_id)
         with self._translate("deleting the session", session_id):
             async with self._pool.acquire() as conn, conn.transaction():
-                holder = await conn.fetchrow(self._sql.lock_lease_holder, session_id)
-                if holder is None:
-                    raise session_not_found(session_id)
-                writer, remaining = holder
-                if not force and writer is not None and writer != owner:
-                    if remaining is not None and remaining > 0 and owner_alive(writer):
-                        raise delete_refused(session_id, writer)
-                deleted = await conn.fetchval(
-                    self._sql.delete_session, session_id, self._sql.channel
-                )
-                if deleted is None:
-                    raise session_not_found(session_id)
-                await conn.execute(self._sql.delete_events, session_id)
-                await delete_snapshot(conn, self.schema, session_id)
+                await delete_session(conn, self._sql, self.schema, session_id, owner, force)
         self._leases.held.pop(session_id, None)
 
     async def put_attachment(self, digest: str, data: bytes) -> None:

@@ -58,6 +58,7 @@ from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
 from .._writer import Batch, WriteDone
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
+from ._delete import delete_session
 from ._liveness import LeaseLocks, writer_alive
 from ._schema import (
     SYNCHRONOUS,
@@ -405,7 +406,7 @@ class SQLiteBackend(Backend):
         self._check()
         with _translated(self.path, "deleting a session", write=True, session_id=session_id):
             await self._call_writer(
-                ops.delete_session, session_id, self._locks.stored(owner, session_id), force
+                delete_session, session_id, self._locks.stored(owner, session_id), force
             )
         self._notify()
 

@@ -16,21 +16,20 @@ import msgspec
 
 from ..._codec import Row
 from ..._errors import CorruptLogError, SessionBusyError, SessionExistsError
-from .._base import SessionInfo, SessionRecord, delete_refused, session_not_found
+from .._base import SessionInfo, SessionRecord, session_not_found
 from .._writer import Batch
 from ._liveness import HOLDER, holder_alive, holder_of
-from ._snapshots import delete_snapshot
 from ._transaction import WriteLockBusy, one_statement, transaction, waiting_for_lock
 
 __all__ = (
     "acquire_lease",
-    "delete_session",
     "insert_session",
     "poll_head",
     "release_lease",
     "select_infos",
     "select_rows",
     "select_session",
+    "stored_holder",
     "UndecodableRow",
     "Packed",
     "WriteLockBusy",
@@ -403,7 +402,7 @@ def poll_head(
     return now, (None if found is None else found[0])
 
 
-def _stored_holder(connection: sqlite3.Connection, session_id: str) -> str | None:
+def stored_holder(connection: sqlite3.Connection, session_id: str) -> str | None:
     """The holder of ``session_id``'s lease (``None``: free).
 
     :raises SessionNotFoundError: no such session.
@@ -416,7 +415,7 @@ def _stored_holder(connection: sqlite3.Connection, session_id: str) -> str | Non
 
 def acquire_lease(connection: sqlite3.Connection, session_id: str, owner: str) -> None:
     with transaction(connection):
-        holder = _stored_holder(connection, session_id)
+        holder = stored_holder(connection, session_id)
         if holder is not None and holder != owner and holder_alive(connection, holder, session_id):
             raise SessionBusyError(
                 f"session {session_id!r} is open for writing by {holder}",
@@ -430,25 +429,6 @@ def release_lease(connection: sqlite3.Connection, session_id: str, owner: str) -
     connection.execute(
         "UPDATE {p}sessions SET writer = NULL WHERE id = ? AND writer = ?", (session_id, owner)
     )
-
-
-def delete_session(
-    connection: sqlite3.Connection, session_id: str, owner: str, force: bool
-) -> None:
-    """Delete a session and its events; refuse while another live writer holds its lease
-    (unless ``force``: that writer is then fenced at its next write)."""
-    with transaction(connection):
-        holder = _stored_holder(connection, session_id)
-        if (
-            not force
-            and holder is not None
-            and holder != owner
-            and holder_alive(connection, holder, session_id)
-        ):
-            raise delete_refused(session_id, holder)
-        connection.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
-        connection.execute("DELETE FROM {p}events WHERE session_id = ?", (session_id,))
-        delete_snapshot(connection, session_id)
 
 
 # One page of ``list``: a range of the sessions' primary-key index in id order, stopped at the
