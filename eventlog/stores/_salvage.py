@@ -12,19 +12,27 @@ grows, so the reader reads the head first and the rows after it:
   still behind it, the head was altered, and the session holds the rows up to the stored head.
 
 A live session therefore never reads as damaged, whatever the interleaving.
+
+One interleaving needs more: the session deleted and created again under the same id while its
+rows were read (a read is one query per page: its pages may come from both sessions). A read
+that finds a fault therefore asks whether it read the session that is stored now (its creation
+time, and the stored hash of the last event it loaded); if not, it reads again (a few times at
+most), so a fault is reported only for a log that held still while it was read.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._errors import CorruptLogError
+from .._errors import CorruptLogError, EventLogError
 from .._session import Session
+from ._base import Backend, SessionRecord
+from ._loader import LogLoader
 
 if TYPE_CHECKING:
     from ._logstore import LogStore
 
-__all__ = ("head_fault", "open_salvaged")
+__all__ = ("head_fault", "open_salvaged", "replaced")
 
 
 async def open_salvaged(store: LogStore, sid: str) -> Session:
@@ -32,6 +40,23 @@ async def open_salvaged(store: LogStore, sid: str) -> Session:
 
     :raises SessionNotFoundError: no such session (also when it is deleted while being read).
     """
+    for attempt in range(_ATTEMPTS):
+        record, loader, fault = await _read(store, sid)
+        if fault is None or attempt == _ATTEMPTS - 1:
+            break
+        if not await replaced(store.backend, sid, record, loader.head, loader.last_hash):
+            break
+    session = store._wrap(sid, loader, record, read_only=True)
+    session.salvage_fault = fault
+    return session
+
+
+#: Reads of a session replaced while it was read before its fault is reported as found.
+_ATTEMPTS = 3
+
+
+async def _read(store: LogStore, sid: str) -> tuple[SessionRecord, LogLoader, EventLogError | None]:
+    """One read of the session: its record, its loaded log, and the fault that read found."""
     backend = store.backend
     record = await backend.get_session(sid)
     loader, fault = await store._load(sid, salvage=True)
@@ -46,9 +71,25 @@ async def open_salvaged(store: LogStore, sid: str) -> Session:
         if record.head < head:
             fault = head_fault(sid, head, record.head)
             loader, _ = await store._load(sid, salvage=True, limit=record.head + 1)
-    session = store._wrap(sid, loader, record, read_only=True)
-    session.salvage_fault = fault
-    return session
+    return record, loader, fault
+
+
+async def replaced(
+    backend: Backend, sid: str, record: SessionRecord, head: int, last_hash: bytes
+) -> bool:
+    """Whether the session stored now is not the one read as ``record`` with its events up to
+    ``head`` (chain hash ``last_hash``): it was deleted and created again under the same id
+    meanwhile. Nothing read (``head`` -1) tells nothing: that read is as good as replaced.
+
+    :raises SessionNotFoundError: the session is gone (deleted while it was read).
+    """
+    now = await backend.get_session(sid)
+    if now.created_at != record.created_at or head < 0:
+        return True
+    stored = None
+    async for chunk in backend.read_rows(sid, head, 1):
+        stored = chunk[0]
+    return stored is None or stored.hash != last_hash
 
 
 def head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:

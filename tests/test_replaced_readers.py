@@ -1,0 +1,133 @@
+"""A read-only reader of a session that is deleted and created again under the same id while it
+reads: its pages may come from both sessions (a read is one query per page, so writers never
+wait on a reader). What it reports must be true of one session or the other, never damage: the
+two sessions are each healthy. On SQLite and PostgreSQL, whose pages are 1000 and 2000 rows.
+
+The race is placed, not waited for: the reader's store reads its pages through its real backend,
+and once, right after the first page, a second store (another connection to the same database)
+deletes the session and creates it again with other events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from agent.report import load_session
+from eventlog import EventTypes, open_store
+from eventlog.stores import LogStore, Row
+from tests.pg_children.server import fresh_schema, store_url
+
+pytestmark = pytest.mark.anyio
+
+SID = "again"
+#: More events than one page on either store (SQLite 1000, PostgreSQL 2000).
+FIRST = 2500
+
+
+class Tick(msgspec.Struct, frozen=True, kw_only=True):
+    n: int
+
+
+TYPES = EventTypes()
+TYPES.register("app/tick", Tick, ignorable=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+    else:
+        with fresh_schema() as schema:
+            yield store_url(schema)
+
+
+async def write(store: LogStore, count: int, base: int) -> None:
+    """Create the session holding ``count`` ticks numbered from ``base``."""
+    session = await store.create(session_id=SID)
+    for n in range(base, base + count):
+        session.append("app/tick", Tick(n=n))
+    await session.flush()
+    await session.aclose()
+
+
+def replace_after_first_page(
+    reader: LogStore, writer: LogStore, count: int, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[], bool]:
+    """Make the reader's next read of rows, after its first page, wait while ``writer`` deletes
+    the session and creates it again with ``count`` other events. Returns whether it fired."""
+    backend = reader.backend
+    read_rows = backend.read_rows
+    fired: list[bool] = []
+
+    def hooked(sid: str, from_seq: int, limit: int | None) -> AsyncIterator[Sequence[Row]]:
+        async def pages() -> AsyncIterator[Sequence[Row]]:
+            async for page in read_rows(sid, from_seq, limit):
+                yield page
+                if not fired:
+                    fired.append(True)
+                    await writer.delete(SID)
+                    await write(writer, count, base=10**6)
+
+        return pages()
+
+    monkeypatch.setattr(backend, "read_rows", hooked)
+    return lambda: bool(fired)
+
+
+@pytest.mark.parametrize("second", [500, 0, FIRST + 500], ids=["shorter", "empty", "longer"])
+async def test_a_session_replaced_under_a_read_only_open_is_not_reported_damaged(
+    url: str, second: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        open_store(url, types=TYPES) as writer,
+        open_store(url, types=TYPES) as reader,
+    ):
+        # A session of more than one page, then a reader whose first page is its.
+        await write(writer, FIRST, base=0)
+        fired = replace_after_first_page(reader, writer, second, monkeypatch)
+        # The read-only open reads the session stored now, whole, and finds nothing wrong
+        # (before: a hash mismatch at the page boundary, or "the head was altered").
+        session = await reader.open(SID, salvage=True)
+        assert fired()
+        assert session.salvage_fault is None
+        assert [e.data.n for e in session.events()] == list(range(10**6, 10**6 + second))
+        await session.aclose()
+        # The report loader (every read-only command) likewise.
+        loaded = await load_session(reader, SID)
+        assert loaded.fault is None and loaded.stored_events == second
+        await loaded.session.aclose()
+
+
+async def test_a_damaged_session_is_still_reported_after_the_check(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second session's event 1200 is damaged: reads of it stop there, and say so (the
+    # session held still while the last read read it).
+    async with (
+        open_store(url, types=TYPES) as writer,
+        open_store(url, types=TYPES) as reader,
+    ):
+        await write(writer, FIRST, base=0)
+        fired = replace_after_first_page(reader, writer, FIRST, monkeypatch)
+        original = reader.backend.read_rows
+
+        def damaged(sid: str, from_seq: int, limit: int | None) -> AsyncIterator[Sequence[Row]]:
+            async def pages() -> AsyncIterator[Sequence[Row]]:
+                async for page in original(sid, from_seq, limit):
+                    yield [
+                        msgspec.structs.replace(r, data=r.data.replace(b"1001200", b"1001201"))
+                        for r in page
+                    ]
+
+            return pages()
+
+        monkeypatch.setattr(reader.backend, "read_rows", damaged)
+        session = await reader.open(SID, salvage=True)
+        assert fired()
+        assert session.salvage_fault is not None and session.salvage_fault.seq == 1200
+        assert session.head == 1199
+        await session.aclose()
