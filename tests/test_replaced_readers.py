@@ -17,8 +17,16 @@ import msgspec
 import pytest
 
 from agent.report import load_session
-from eventlog import EventTypes, open_store
-from eventlog.stores import LogStore, Row
+from eventlog import (
+    APPEND,
+    EventTypes,
+    ImagePart,
+    Message,
+    SessionNotFoundError,
+    UserMessage,
+    open_store,
+)
+from eventlog.stores import LogStore, Row, Snapshots
 from tests.pg_children.server import fresh_schema, store_url
 
 pytestmark = pytest.mark.anyio
@@ -131,3 +139,73 @@ async def test_a_damaged_session_is_still_reported_after_the_check(
         assert session.salvage_fault is not None and session.salvage_fault.seq == 1200
         assert session.head == 1199
         await session.aclose()
+
+
+async def test_verify_of_a_session_deleted_while_checked_says_gone_not_damaged(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        open_store(url, types=TYPES) as writer,
+        open_store(url, types=TYPES) as reader,
+    ):
+        # A session showing an image no other session shows.
+        digest = await writer.put_attachment(b"the only copy")
+        session = await writer.create(session_id=SID)
+        image = ImagePart(media_type="image/png", attachment=digest)
+        message = Message(id="m", role="user", content=(image,))
+        session.append("user/message", UserMessage(message=message), surface=APPEND)
+        await session.flush()
+        await session.aclose()
+        # The check reads the references, then the session (and with it the image's bytes)
+        # is deleted before the bytes are read.
+        read_rows = reader.backend.read_rows
+
+        def then_delete(sid: str, from_seq: int, limit: int | None) -> AsyncIterator[Sequence[Row]]:
+            async def pages() -> AsyncIterator[Sequence[Row]]:
+                async for page in read_rows(sid, from_seq, limit):
+                    yield page
+                await writer.delete(SID)
+
+            return pages()
+
+        monkeypatch.setattr(reader.backend, "read_rows", then_delete)
+        # The session is gone, which is what verify says (not a missing attachment).
+        with pytest.raises(SessionNotFoundError):
+            await reader.verify_attachments(SID)
+
+
+async def test_verify_snapshot_of_a_session_replaced_while_checked_checks_the_new_one(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        open_store(url, types=TYPES, snapshot_every=10) as writer,
+        open_store(url, types=TYPES) as replacer,
+        open_store(url, types=TYPES) as reader,
+    ):
+        # A session with a snapshot (at seq 9 or 19: they are written in the background).
+        session = await writer.create(session_id=SID)
+        for n in range(25):
+            session.append("app/tick", Tick(n=n))
+            await session.flush()
+        await session.aclose()
+        assert await writer.stored_snapshot(SID) is not None
+        # The check reads that snapshot; before it reads the log, the session is deleted and
+        # created again with other events (and no snapshot).
+        backend = reader.backend
+        assert isinstance(backend, Snapshots)
+        read_snapshot = backend.read_snapshot
+        fired: list[bool] = []
+
+        async def then_replace(sid: str) -> tuple[int, bytes, bytes] | None:
+            stored = await read_snapshot(sid)
+            if not fired:
+                fired.append(True)
+                await replacer.delete(SID)
+                await write(replacer, 30, base=100)  # a store taking no snapshot this soon
+            return stored
+
+        monkeypatch.setattr(backend, "read_snapshot", then_replace)
+        # The old snapshot is not compared with the new log (before: "does not match the
+        # log"); the session stored now is checked, and holds no snapshot.
+        assert await reader.verify_snapshot(SID) is None
+        assert fired

@@ -66,7 +66,7 @@ from ._base import (
 )
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
-from ._salvage import head_fault, open_salvaged
+from ._salvage import head_fault, open_salvaged, settled
 from ._snapshot_check import usable_snapshot, verify_snapshot
 from ._snapshots import Restored, encode_snapshot, keep_surface_rows
 from ._writer import Batch, StartWrite, WriteDone, Writer
@@ -551,13 +551,13 @@ class LogStore(Store):
 
     async def verify_attachments(self, session_id: str) -> int:
         self._check_open()
-        sid = validate_session_id(session_id)
-        await self.backend.get_session(sid)
-        return await verify_session(self.backend, self.types, sid)
+        sid, backend = validate_session_id(session_id), self.backend
+        return await settled(backend, sid, lambda: verify_session(backend, self.types, sid))
 
     async def verify_snapshot(self, session_id: str) -> int | None:
         self._check_open()
-        return await verify_snapshot(self, validate_session_id(session_id))
+        sid = validate_session_id(session_id)
+        return await settled(self.backend, sid, lambda: verify_snapshot(self, sid))
 
     async def list(self, after: str | None = None, limit: int = 100) -> list[SessionInfo]:
         self._check_open()

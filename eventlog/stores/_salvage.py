@@ -22,9 +22,10 @@ most), so a fault is reported only for a log that held still while it was read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
-from .._errors import CorruptLogError, EventLogError
+from .._errors import AttachmentNotFoundError, CorruptLogError, EventLogError
 from .._session import Session
 from ._base import Backend, SessionRecord
 from ._loader import LogLoader
@@ -32,7 +33,9 @@ from ._loader import LogLoader
 if TYPE_CHECKING:
     from ._logstore import LogStore
 
-__all__ = ("head_fault", "open_salvaged", "replaced")
+__all__ = ("head_fault", "open_salvaged", "replaced", "settled")
+
+T = TypeVar("T")
 
 
 async def open_salvaged(store: LogStore, sid: str) -> Session:
@@ -90,6 +93,25 @@ async def replaced(
     async for chunk in backend.read_rows(sid, head, 1):
         stored = chunk[0]
     return stored is None or stored.hash != last_hash
+
+
+async def settled(backend: Backend, sid: str, check: Callable[[], Awaitable[T]]) -> T:
+    """``await check()``, a read-only check of the session ``sid`` (its attachments, its
+    snapshot), whose finding is raised only when the session it read held still: one deleted
+    meanwhile is gone, not damaged; one deleted and created again under the same id is checked
+    again (a few times at most).
+
+    :raises SessionNotFoundError: no such session, or it was deleted while it was checked.
+    """
+    for attempt in range(_ATTEMPTS):
+        record = await backend.get_session(sid)
+        try:
+            return await check()
+        except (CorruptLogError, AttachmentNotFoundError):
+            now = await backend.get_session(sid)  # raises once the session is gone
+            if attempt == _ATTEMPTS - 1 or now.created_at == record.created_at:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:
