@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 
@@ -209,3 +210,54 @@ async def test_verify_snapshot_of_a_session_replaced_while_checked_checks_the_ne
         # log"); the session stored now is checked, and holds no snapshot.
         assert await reader.verify_snapshot(SID) is None
         assert fired
+
+
+@pytest.mark.parametrize("after", [-1, 1])
+async def test_follow_of_a_session_replaced_under_it_ends_as_deleted(url: str, after: int) -> None:
+    async with (
+        open_store(url, types=TYPES) as writer,
+        open_store(url, types=TYPES) as reader,
+    ):
+        # A follower reads the session's three events (from the start, or after seq 1).
+        await write(writer, 3, base=0)
+        seen: list[int] = []
+        with pytest.raises(SessionNotFoundError, match="deleted while it was followed"):
+            async for event in reader.follow(SID, after=after):
+                seen.append(event.data.n)
+                if event.data.n >= 100:
+                    break  # the second session's: a test that fails, not one that hangs
+                if event.seq == 2:
+                    # The session is deleted and created again, longer, under the same id.
+                    await writer.delete(SID)
+                    await write(writer, 6, base=100)
+        # It saw the first session's events and none of the second's (before: it went on
+        # with the second session's seqs 3, 4, 5, as if one log).
+        assert seen == [0, 1, 2][after + 1 :]
+
+
+async def test_follow_after_a_seq_not_yet_stored_chains_from_it_when_it_comes(url: str) -> None:
+    async with (
+        open_store(url, types=TYPES) as writer,
+        open_store(url, types=TYPES) as reader,
+    ):
+        # A follower waits after seq 2 of a session holding one event.
+        session = await writer.create(session_id=SID)
+        session.append("app/tick", Tick(n=0))
+        await session.flush()
+        seen: list[int] = []
+
+        async def follow() -> None:
+            async for event in reader.follow(SID, after=2):
+                seen.append(event.seq)
+                if event.seq == 4:
+                    return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            # The writer goes on to seq 4: the follower gets seqs 3 and 4, the chain checked
+            # from the stored seq 2.
+            for n in range(1, 5):
+                session.append("app/tick", Tick(n=n))
+                await session.flush()
+        assert seen == [3, 4]
+        await session.aclose()

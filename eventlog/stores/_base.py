@@ -209,8 +209,9 @@ class Store(Protocol):
         """Yield stored events after ``after``, then live ones as writers store them, without
         gap or duplicate, until the caller stops iterating.
 
-        :raises SessionNotFoundError: no such session (or it was deleted while followed).
-        :raises CorruptLogError: a gap in the stored seqs.
+        :raises SessionNotFoundError: no such session (or it was deleted while followed, even
+            if one of that id was created again: its events are never followed on into).
+        :raises CorruptLogError: a gap in the stored seqs, or an event that does not chain.
         """
         ...
 

@@ -66,7 +66,7 @@ from ._base import (
 )
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
-from ._salvage import head_fault, open_salvaged, settled
+from ._salvage import follow_events, head_fault, open_salvaged, settled
 from ._snapshot_check import usable_snapshot, verify_snapshot
 from ._snapshots import Restored, encode_snapshot, keep_surface_rows
 from ._writer import Batch, StartWrite, WriteDone, Writer
@@ -625,22 +625,9 @@ class LogStore(Store):
         sid = validate_session_id(session_id)
         if not check_int(after, -1, INT64_MAX - 1):
             raise ValidationError(f"follow after must be an int >= -1 (a seq), got {after!r}")
-        await self.backend.get_session(sid)
-        last = after
-        while True:
-            async for chunk in self.backend.read_rows(sid, last + 1, None):
-                for row in chunk:
-                    if row.seq != last + 1:
-                        raise CorruptLogError(
-                            f"session {sid!r}, seq {last + 1}: follow found seq {row.seq} "
-                            f"after {last}: events are missing",
-                            session_id=sid,
-                            seq=last + 1,
-                        )
-                    last = row.seq
-                    yield _decode(row, self.types, sid)
-            await self.backend.wait_for_change(sid, last)
-            await self.backend.get_session(sid)  # raises once the session was deleted
+        decode = partial(_decode, types=self.types, sid=sid)
+        async for event in follow_events(self.backend, sid, after, decode):
+            yield event
 
     async def fork(self, session_id: str, boundary: int, *, child_id: str | None = None) -> Session:
         self._check_open()

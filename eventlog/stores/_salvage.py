@@ -22,10 +22,17 @@ most), so a fault is reported only for a log that held still while it was read.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from .._errors import AttachmentNotFoundError, CorruptLogError, EventLogError
+from .._codec import GENESIS_HASH, Row, verify_rows
+from .._errors import (
+    AttachmentNotFoundError,
+    CorruptLogError,
+    EventLogError,
+    SessionNotFoundError,
+)
+from .._event import Event
 from .._session import Session
 from ._base import Backend, SessionRecord
 from ._loader import LogLoader
@@ -33,7 +40,7 @@ from ._loader import LogLoader
 if TYPE_CHECKING:
     from ._logstore import LogStore
 
-__all__ = ("head_fault", "open_salvaged", "replaced", "settled")
+__all__ = ("follow_events", "head_fault", "open_salvaged", "replaced", "settled")
 
 T = TypeVar("T")
 
@@ -89,10 +96,14 @@ async def replaced(
     now = await backend.get_session(sid)
     if now.created_at != record.created_at or head < 0:
         return True
+    return await _stored_hash(backend, sid, head) != last_hash
+
+
+async def _stored_hash(backend: Backend, sid: str, seq: int) -> bytes | None:
     stored = None
-    async for chunk in backend.read_rows(sid, head, 1):
-        stored = chunk[0]
-    return stored is None or stored.hash != last_hash
+    async for chunk in backend.read_rows(sid, seq, 1):
+        stored = chunk[0].hash
+    return stored
 
 
 async def settled(backend: Backend, sid: str, check: Callable[[], Awaitable[T]]) -> T:
@@ -112,6 +123,69 @@ async def settled(backend: Backend, sid: str, check: Callable[[], Awaitable[T]])
             if attempt == _ATTEMPTS - 1 or now.created_at == record.created_at:
                 raise
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def follow_events(
+    backend: Backend, sid: str, after: int, decode: Callable[[Row], Event]
+) -> AsyncIterator[Event]:
+    """:meth:`Store.follow` after its arguments were checked; ``decode(row)`` decodes.
+
+    Each row is checked to chain from the one before it (from the stored row at ``after``): a
+    follower reads page by page while the session may be deleted and created again under the
+    same id, and must neither run on into the other session's events nor call the seam
+    damage. A link that fails is damage only in the session as first read.
+
+    :raises SessionNotFoundError: no such session, or it was deleted (perhaps created again)
+        while followed.
+    :raises CorruptLogError: a gap or a broken link in the stored chain.
+    """
+    record = await backend.get_session(sid)
+    last = after
+    # The hash the next row chains from; unknown (None) until the row at `after` is read.
+    prev: bytes | None = GENESIS_HASH if after < 0 else None
+    while True:
+        async for chunk in backend.read_rows(sid, last + 1 if prev is not None else last, None):
+            rows = list(chunk)
+            if prev is None:  # the row at `after`: the events after it chain from its hash
+                if rows[0].seq != after:
+                    await _same_session(backend, sid, record)
+                    raise _gap(sid, after, rows[0].seq)
+                prev, rows = rows[0].hash, rows[1:]
+            try:
+                prev = verify_rows(rows, prev, last + 1, session_id=sid)
+            except CorruptLogError:
+                await _same_session(backend, sid, record, last, prev)
+                raise
+            for row in rows:
+                last = row.seq
+                yield decode(row)
+        await backend.wait_for_change(sid, last)
+        await _same_session(backend, sid, record)
+
+
+async def _same_session(
+    backend: Backend, sid: str, record: SessionRecord, head: int = -1, last_hash: bytes = b""
+) -> None:
+    """:raises SessionNotFoundError: the session read as ``record`` (up to ``head``, of chain
+    hash ``last_hash``, when given) is no longer stored: gone, or its id names another one."""
+    now = await backend.get_session(sid)
+    if now.created_at == record.created_at and (
+        head < 0 or await _stored_hash(backend, sid, head) == last_hash
+    ):
+        return
+    raise SessionNotFoundError(
+        f"session {sid!r} was deleted while it was followed (a session of that id was created "
+        "again)",
+        session_id=sid,
+    )
+
+
+def _gap(sid: str, expected: int, found: int) -> CorruptLogError:
+    return CorruptLogError(
+        f"session {sid!r}, seq {expected}: follow found seq {found}: events are missing",
+        session_id=sid,
+        seq=expected,
+    )
 
 
 def head_fault(sid: str, loaded: int, head: int) -> CorruptLogError | None:
