@@ -73,7 +73,7 @@ def check_digest(digest: object) -> str:
 
     :raises ValidationError: it is not ``"sha256:"`` and 64 lowercase hex digits.
     """
-    if not isinstance(digest, str) or not _DIGEST.match(digest):
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         raise ValidationError(
             f"attachment digest must be 'sha256:' and 64 lowercase hex digits, got "
             f"{type(digest).__name__} {digest!r:.80}"

@@ -68,7 +68,7 @@ class RedactedReasoningPart(
     data: str
 
 
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def attachment_digest(data: bytes | bytearray | memoryview) -> str:
@@ -105,7 +105,7 @@ class _Media(msgspec.Struct, frozen=True, kw_only=True, gc=False):
                 f"{type(self).__name__} needs exactly one of data, url or attachment, "
                 f"got {given or 'none'}"
             )
-        if self.attachment is not None and not _DIGEST.match(self.attachment):
+        if self.attachment is not None and not _DIGEST.fullmatch(self.attachment):
             raise ValueError(
                 f"{type(self).__name__}.attachment must be 'sha256:' and 64 lowercase hex "
                 f"digits, got {self.attachment!r}"

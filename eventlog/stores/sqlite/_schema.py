@@ -64,7 +64,7 @@ _TABLES = (
 #: The tables a store makes later, with its first attachment and its first snapshot.
 _LATER = {"attachments": ATTACHMENT_COLUMNS, "snapshots": SNAPSHOT_COLUMNS}
 
-_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
 
 
 def check_table_prefix(prefix: object) -> str:
@@ -72,7 +72,7 @@ def check_table_prefix(prefix: object) -> str:
     digits or underscores (it becomes part of SQL table names)."""
     if prefix == "":
         return ""
-    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
         raise ValidationError(
             f"table_prefix must be a letter followed by up to 31 letters, digits or "
             f"underscores (e.g. 'eventlog_'), got {prefix!r}"
