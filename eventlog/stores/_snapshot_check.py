@@ -99,6 +99,17 @@ def _check_shape(restored: Restored, seq: int, digest: bytes) -> None:
         raise SnapshotFault("the events it holds are not its surface's and its own")
     if any(restored.rows[node].surface is None for node in nodes):
         raise SnapshotFault("a surface node it holds has no surface operation")
+    # The order its events' own operations allow: an appended event went after everything
+    # then on the surface, so each node after it is a later event (a replace stands where its
+    # span stood, before newer ones perhaps). Two messages swapped do not pass.
+    newest_append = -1
+    for node in nodes:
+        if node <= newest_append:
+            raise SnapshotFault(
+                f"its surface puts event {node} after event {newest_append}, which was appended later"
+            )
+        if restored.rows[node].surface == "append":
+            newest_append = node
 
 
 async def _check_bound(backend: Backend, types: EventTypes, sid: str, restored: Restored) -> None:
