@@ -27,7 +27,7 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog.stores import LogStore, Row, Snapshots
+from eventlog.stores import LogStore, Row, SessionRecord, Snapshots
 from tests.pg_children.server import fresh_schema, store_url
 
 pytestmark = pytest.mark.anyio
@@ -261,3 +261,44 @@ async def test_follow_after_a_seq_not_yet_stored_chains_from_it_when_it_comes(ur
                 await session.flush()
         assert seen == [3, 4]
         await session.aclose()
+
+
+async def test_the_report_loader_gives_the_record_and_events_of_one_session(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        open_store(url, types=TYPES) as writer,
+        open_store(url, types=TYPES) as reader,
+    ):
+        # A session of ten events, its record saying so.
+        first = await writer.create(session_id=SID, metadata={"which": "first"})
+        for n in range(10):
+            first.append("app/tick", Tick(n=n))
+        await first.flush()
+        await first.aclose()
+        # The loader reads the record; right after, the session is deleted and created again
+        # with three other events and other metadata.
+        get_session = reader.backend.get_session
+        fired: list[bool] = []
+
+        async def then_replace(sid: str) -> SessionRecord:
+            record = await get_session(sid)
+            if not fired:
+                fired.append(True)
+                await writer.delete(SID)
+                second = await writer.create(session_id=SID, metadata={"which": "second"})
+                for n in range(100, 103):
+                    second.append("app/tick", Tick(n=n))
+                await second.flush()
+                await second.aclose()
+            return record
+
+        monkeypatch.setattr(reader.backend, "get_session", then_replace)
+        # What it loads is one session: the second's record with the second's events (before:
+        # the first's record, counting its ten events, over the second's three).
+        loaded = await load_session(reader, SID)
+        assert fired
+        assert loaded.record.metadata == {"which": "second"}
+        assert loaded.stored_events == 3
+        assert [e.data.n for e in loaded.session.events()] == [100, 101, 102]
+        await loaded.session.aclose()

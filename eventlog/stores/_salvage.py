@@ -15,15 +15,17 @@ A live session therefore never reads as damaged, whatever the interleaving.
 
 One interleaving needs more: the session deleted and created again under the same id while its
 rows were read (a read is one query per page: its pages may come from both sessions). A read
-that finds a fault therefore asks whether it read the session that is stored now (its creation
-time, and the stored hash of the last event it loaded); if not, it reads again (a few times at
-most), so a fault is reported only for a log that held still while it was read.
+that finds a fault therefore asks whether it read the session that is stored now (its record
+but the head, and the stored hash of the last event it loaded); if not, it reads again (a few
+times at most), so a fault is reported only for a log that held still while it was read.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
+
+import msgspec
 
 from .._codec import GENESIS_HASH, Row, verify_rows
 from .._errors import (
@@ -40,7 +42,7 @@ from ._loader import LogLoader
 if TYPE_CHECKING:
     from ._logstore import LogStore
 
-__all__ = ("follow_events", "head_fault", "open_salvaged", "replaced", "settled")
+__all__ = ("follow_events", "head_fault", "open_salvaged", "replaced", "same_session", "settled")
 
 T = TypeVar("T")
 
@@ -94,9 +96,15 @@ async def replaced(
     :raises SessionNotFoundError: the session is gone (deleted while it was read).
     """
     now = await backend.get_session(sid)
-    if now.created_at != record.created_at or head < 0:
+    if not same_session(now, record) or head < 0:
         return True
     return await _stored_hash(backend, sid, head) != last_hash
+
+
+def same_session(one: SessionRecord, other: SessionRecord) -> bool:
+    """Whether two reads of a session's record are of one session (not of two created under
+    the same id one after the other): all but the head, which grows, are equal."""
+    return msgspec.structs.replace(one, head=-1) == msgspec.structs.replace(other, head=-1)
 
 
 async def _stored_hash(backend: Backend, sid: str, seq: int) -> bytes | None:
@@ -120,7 +128,7 @@ async def settled(backend: Backend, sid: str, check: Callable[[], Awaitable[T]])
             return await check()
         except (CorruptLogError, AttachmentNotFoundError):
             now = await backend.get_session(sid)  # raises once the session is gone
-            if attempt == _ATTEMPTS - 1 or now.created_at == record.created_at:
+            if attempt == _ATTEMPTS - 1 or same_session(now, record):
                 raise
     raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -169,7 +177,7 @@ async def _same_session(
     """:raises SessionNotFoundError: the session read as ``record`` (up to ``head``, of chain
     hash ``last_hash``, when given) is no longer stored: gone, or its id names another one."""
     now = await backend.get_session(sid)
-    if now.created_at == record.created_at and (
+    if same_session(now, record) and (
         head < 0 or await _stored_hash(backend, sid, head) == last_hash
     ):
         return
