@@ -177,6 +177,8 @@ async def test_a_failed_write_keeps_the_batch_and_the_next_flush_writes_it() -> 
             assert str(caught.value.__cause__) == f"write {index}: injected write failure"
         await session.flush()  # write 3
         assert (store.writes, store.crashed, session.durable) == (4, False, 1)
+        # The helper proves its fault fired: two injected failures.
+        assert store.failed == 2
     assert [row.seq for row in disk.rows["s"]] == [0, 1]
 
 
@@ -343,6 +345,7 @@ async def test_injected_failures_fire_and_lose_nothing(place: Place, sessions: i
                     failed += 1
         # The fault fired (on each failing round, at least one flusher learnt it) ...
         assert failed >= 2 and store.writes > 5 and not store.crashed
+        assert store.failed == 2  # the wrapper's own count: exactly the rounds it failed
         if _pipelined(place, sessions):
             assert store.faults.routes["start_write"] >= 1
         # ... and the retries wrote every event: nothing was lost.

@@ -85,6 +85,8 @@ class FaultyBackend(Backend):
 
     :ivar writes: how many write rounds were attempted so far (the next round's index).
     :ivar crashed: True once the simulated crash happened.
+    :ivar failed: how many write rounds ended in an injected failure (``fail_at``): proof that
+        the fault fired (a run that writes less than ``fail_at`` times sees none).
     :ivar routes: how many calls each counted or guarded route got (proof that a fault path
         was exercised: e.g. ``routes["start_write"]`` for SQLite's pipelined rounds).
     """
@@ -112,6 +114,7 @@ class FaultyBackend(Backend):
         self.crash_after_write = crash_after_write
         self.writes = 0
         self.crashed = False
+        self.failed = 0
         self.routes: Counter[str] = Counter()
         # Set at the crash: stops the backend's background task (see `_Background`).
         self._crash_event: anyio.Event | None = None
@@ -133,6 +136,7 @@ class FaultyBackend(Backend):
                 self.crash_after_write
             )
         if self.fail_at is not None and self.fail_at <= index < self.fail_at + self.failures:
+            self.failed += 1
             return StoreWriteError(f"write {index}: injected write failure"), False
         return None, True
 
@@ -375,3 +379,8 @@ class FaultyStore(LogStore):
     def crashed(self) -> bool:
         """True once the simulated crash happened."""
         return self.faults.crashed
+
+    @property
+    def failed(self) -> int:
+        """How many writes ended in an injected failure so far."""
+        return self.faults.failed
