@@ -175,7 +175,9 @@ class Store(Protocol):
 
         With ``salvage=True`` the session is opened read-only, without a lease, holding the
         events before the first one that fails verification; ``session.salvage_fault`` is the
-        error that stopped loading (``None`` when the whole log loaded).
+        error that stopped loading (``None`` when the whole log loaded). A writer appending
+        meanwhile, or the session deleted and created again under the same id, is never read
+        as damage (such a read is made again).
 
         :raises SessionNotFoundError: no such session.
         :raises SessionBusyError: another live writer holds the lease (still, after ``wait``).
@@ -286,7 +288,8 @@ class Store(Protocol):
         read attachments (it costs nothing for them); this, ``eventlog verify`` and every read
         do.
 
-        :raises SessionNotFoundError: no such session.
+        :raises SessionNotFoundError: no such session, or it was deleted while checked (one
+            created again under the id meanwhile is checked again).
         :raises AttachmentNotFoundError: one is missing (names the first event referencing it).
         :raises CorruptLogError: one was altered (names the first event referencing it).
         """
@@ -299,7 +302,8 @@ class Store(Protocol):
         covers, or ``None`` when none is stored. ``open`` checks less (the events a snapshot
         holds, against the chain; see :meth:`open`); this, and ``eventlog verify``, check all.
 
-        :raises SessionNotFoundError: no such session.
+        :raises SessionNotFoundError: no such session, or it was deleted while checked (one
+            created again under the id meanwhile is checked again).
         :raises CorruptLogError: the snapshot does not match the log (naming its seq), or the
             log up to it fails verification.
         """
