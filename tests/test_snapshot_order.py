@@ -12,9 +12,10 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
+from eventlog import CorruptLogError
 from eventlog.stores._snapshots import _Body
 from projections import messages
-from tests.test_snapshot_binding import _forge_stored, write_snapshotted
+from tests.test_snapshot_binding import _forge_stored, forge, write_snapshotted
 from tests.test_snapshots import state_of
 from tests.three_stores import Opener, stores
 
@@ -57,3 +58,30 @@ async def test_a_snapshot_with_its_messages_reordered_is_not_served(
         assert state_of(session) == written
         assert [m.id for m in messages(session)] == shown
         await session.aclose()
+
+
+@pytest.mark.parametrize("offset", [1, 2**40])
+async def test_a_snapshot_claiming_a_seq_past_the_head_is_not_served_and_says_so(
+    stores: Opener, offset: int
+) -> None:
+    async with stores(snapshot_every=0) as store:
+        written, seq = await write_snapshotted(store)
+    async with stores(snapshot_every=0) as store:
+        # The body names a seq past the head (its digest recomputed; the row's columns left).
+        def past_head(body: _Body) -> _Body:
+            return msgspec.structs.replace(body, seq=body.seq + offset)
+
+        stored = await store.stored_snapshot("s")
+        assert stored is not None
+        assert await store.store_snapshot("s", seq, stored[1], forge(stored[2], past_head))
+        # Open replays, naming what is wrong (before: "does not decode: KeyError: <seq>").
+        session = await store.open("s")
+        fault = session.snapshot_fault
+        assert fault is not None
+        assert f"the event it covers (seq {seq + offset}) is not among those it holds" in fault
+        assert state_of(session) == written
+        await session.aclose()
+        # The full check says the same, naming the snapshot's stored seq.
+        with pytest.raises(CorruptLogError, match="is not among those it holds") as caught:
+            await store.verify_snapshot("s")
+        assert caught.value.seq == seq

@@ -247,8 +247,13 @@ def decode_snapshot(data: bytes, types: EventTypes, session_id: str) -> Restored
         raise SnapshotFault("digest mismatch (torn or altered)")
     try:
         snap = _decoder.decode(body)
+    except Exception as exc:  # any failure means: do not use it
+        raise SnapshotFault(f"does not decode: {type(exc).__name__}: {exc}") from exc
+    rows = {row.seq: row for row in snap.rows}
+    if snap.seq not in rows:
+        raise SnapshotFault(f"the event it covers (seq {snap.seq}) is not among those it holds")
+    try:
         pinned: dict[int, Event] = {}
-        rows = {row.seq: row for row in snap.rows}
         for row in snap.rows:
             pinned[row.seq] = decode_event(row, types, session_id=session_id)
         head = pinned.pop(snap.seq)
