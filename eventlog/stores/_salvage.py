@@ -33,6 +33,7 @@ from .._errors import (
     CorruptLogError,
     EventLogError,
     SessionNotFoundError,
+    UnsupportedFormatError,
 )
 from .._event import Event
 from .._session import Session
@@ -126,7 +127,7 @@ async def settled(backend: Backend, sid: str, check: Callable[[], Awaitable[T]])
         record = await backend.get_session(sid)
         try:
             return await check()
-        except (CorruptLogError, AttachmentNotFoundError):
+        except (CorruptLogError, AttachmentNotFoundError, UnsupportedFormatError):
             now = await backend.get_session(sid)  # raises once the session is gone
             if attempt == _ATTEMPTS - 1 or same_session(now, record):
                 raise
