@@ -68,6 +68,13 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
+    if args.format in ("jsonl", "html") and args.output in (None, "-") and ctx.out.stdout.isatty():
+        # The file is written byte for byte as stored (its hash chain covers those bytes), so it
+        # cannot be escaped for a screen, and stored text may hold terminal control sequences.
+        raise CliError(
+            f"export writes the {args.format} file as stored, which is not for a terminal: "
+            "use -o FILE, or pipe it"
+        )
     if args.format == "html":
         return await _export_html(args, ctx)
     if args.format == "otlp":
