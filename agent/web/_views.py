@@ -18,7 +18,7 @@ from projections import messages, request_header, timeline
 from ..report import (
     RunSpan,
     call_row,
-    describe_session,
+    describe_sessions,
     event_summary,
     failed_attempts,
     load_session,
@@ -73,7 +73,10 @@ async def sessions_view(
             cursor = info.id
             if key and str(info.metadata.get(key)) != value:
                 continue
-            row = await describe_session(store, info)
+            described = await describe_sessions(store, [info])
+            if not described:  # deleted since it was listed: gone, not corrupt
+                continue
+            row = described[0]
             if state and row["state"] != state:
                 continue
             row["created"] = timestamp(row["created_at"])
