@@ -193,7 +193,9 @@ async def session_view(
     spans = run_spans(session)
     window = _window(spans, first_turn, per_page)
     shown = window["turns"]
-    calls = [call_row(session, c) for c in timeline(session).calls() if c.turn in shown]
+    calls = [
+        call_row(session, c, running=running) for c in timeline(session).calls() if c.turn in shown
+    ]
     for call in calls:
         call["css"] = fate_class(call["outcome"])
     return {
