@@ -125,9 +125,9 @@ def test_export_refuses_to_write_a_stored_file_to_a_terminal(db: Path, format: s
 
     leader, follower = pty.openpty()
     try:
+        command = [sys.executable, "-m", "eventlog", "--db", url_of(db), "export", "s1"]
         child = subprocess.run(
-            [sys.executable, "-m", "eventlog", "--db", url_of(db), "export", "s1"]
-            + ["--format", format],
+            [*command, "--format", format],
             stdout=follower,
             stderr=subprocess.PIPE,
             timeout=60,

@@ -67,9 +67,9 @@ def call_fate(session: Session, call: ToolCallState, *, running: bool = False) -
     Answered calls are classed by their ``tool/result``: the error codes recovery (or a cancel)
     writes, any other error code (``error``), a result written by recovery from a logged
     ``tool/outcome`` (``recovered``), or a normal result (``completed``). Unanswered calls are
-    ``in progress`` while a live writer holds the session and their step is open (``running``: a reader beside a live
-    agent must not call its call in flight a crash's), else classed the way repair would.
-    """
+    ``in progress`` while a live writer holds the session and their step is open (``running``:
+    a reader beside a live agent must not call its call in flight a crash's), else classed the
+    way repair would."""
     if call.result is not None:
         return result_fate(session.events()[call.result].data)
     if call.outcome is not None:
