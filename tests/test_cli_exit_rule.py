@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,7 +125,7 @@ def test_a_call_in_flight_of_a_live_session_is_in_progress_not_a_finding(tmp_pat
 
     db = tmp_path / "live.db"
 
-    async def scenario() -> tuple[dict[str, object], int, dict[str, object], int]:
+    async def scenario() -> tuple[dict[str, Any], int, dict[str, Any], int]:
         async with open_store(url_of(db)) as store:
             # A live agent has flushed a tool/call and is running its body.
             session = await store.create(session_id="live")
@@ -155,7 +156,7 @@ def test_a_call_in_flight_of_a_live_session_is_in_progress_not_a_finding(tmp_pat
 
     live, live_code, after, after_code = anyio.run(scenario)
     assert live["state"] == "running" and live_code == 0
-    assert [c["outcome"] for c in live["calls"]] == ["in progress"]  # type: ignore[union-attr]
+    assert [c["outcome"] for c in live["calls"]] == ["in progress"]
     # Nobody holds it now: the call may have run, and nobody knows its effect.
     assert after["state"] == "needs repair" and after_code == 1
-    assert [c["outcome"] for c in after["calls"]] == ["outcome unknown"]  # type: ignore[union-attr]
+    assert [c["outcome"] for c in after["calls"]] == ["outcome unknown"]
