@@ -121,7 +121,10 @@ def shown(value: object) -> str:
     long for ``repr`` by its number of digits)."""
     if type(value) is int and value.bit_length() > 200:
         return f"an int of {len(hex(value)) - 2} hex digits"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:  # a repr that fails (or nests too deep): its type says enough
+        return f"a `{type(value).__name__}`"
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 

@@ -126,7 +126,9 @@ class EventlogSession:
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
         if limit is not None and type(limit) is not int:
-            raise ValidationError(f"get_items limit must be an int or None, got {limit!r}")
+            raise ValidationError(
+                f"get_items limit must be an int or None, got `{type(limit).__name__}`"
+            )
         if limit is None:
             return [dict(item) for item in await self._items()]
         if limit <= 0:
