@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._codec import encode_payload
 from ._errors import UnknownEventTypeError, ValidationError
 from ._registry import TypeInfo
+from ._strict import DEFAULT_MAX_NESTING
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -62,25 +63,43 @@ def encode_for_append(
     return info, payload, raw
 
 
-def check_payload(session: Session, type: str, data: Any, *, seq: int | None = None) -> int:
+def check_payload(
+    target: Session | Any,
+    type: str,
+    data: Any,
+    *,
+    session_id: str | None = None,
+    seq: int | None = None,
+) -> int:
     """Check ``data`` as :meth:`Session.append` checks the payload of an event of ``type``
     (registered, strictly valid, within ``max_nesting`` and ``max_event_bytes``), committing
     nothing; return the size of its stored bytes. Check every payload of a request first, then
     append them: a refusal then leaves the log exactly as it was.
 
-    :param seq: the seq the event will have, for the message (default: the next one).
+    :param target: the session the event is for; or, for the first event of a session not
+        created yet, the store (its types and limits).
+    :param session_id: for a store, the id of the session to be (for the message).
+    :param seq: the seq the event will have, for the message (default: the session's next,
+        0 for a store).
     :raises UnknownEventTypeError: ``type`` is not registered in the session's types.
     :raises ValidationError: the payload would be refused by ``append``; the message is the
         one ``append`` would give.
     """
-    info = session.types.get(type) if isinstance(type, str) else None
+    # Imported here: the session module imports this one (append commits through it).
+    from ._session import DEFAULT_MAX_EVENT_BYTES, Session
+
+    if isinstance(target, Session):
+        session_id, next_seq = target.id, target.head + 1
+    else:
+        next_seq = 0
+    info = target.types.get(type) if isinstance(type, str) else None
     _, _, raw = encode_for_append(
         info,
         type,
         data,
-        session_id=session.id,
-        seq=session.head + 1 if seq is None else seq,
-        max_nesting=session.max_nesting,
-        max_event_bytes=session.max_event_bytes,
+        session_id=session_id or "",
+        seq=next_seq if seq is None else seq,
+        max_nesting=getattr(target, "max_nesting", DEFAULT_MAX_NESTING),
+        max_event_bytes=getattr(target, "max_event_bytes", DEFAULT_MAX_EVENT_BYTES),
     )
     return len(raw)

@@ -22,14 +22,13 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -37,7 +36,6 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
     get_checkpoint_id,
-    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -50,18 +48,19 @@ from eventlog import (
     SessionNotFoundError,
     Store,
     ValidationError,
+    check_payload,
 )
 
-from ._langgraph_events import (
-    CHECKPOINT,
-    WRITES,
-    Blob,
-    Checkpointed,
-    Typed,
-    Write,
-    WritesPut,
-    session_id_for,
+from ._langgraph_calls import (
+    checked_channels,
+    checked_limit,
+    checked_thread,
+    checkpoint_payload,
+    configurable,
+    thread_of,
+    write_list,
 )
+from ._langgraph_events import CHECKPOINT, WRITES, WritesPut, session_id_for
 from ._langgraph_index import ThreadIndex, fill, read_at
 
 __all__ = ("EventLoopThreadError", "EventlogSaver")
@@ -107,8 +106,10 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     nothing is committed).
 
     :raises ValidationError: the store was not opened with the saver's types
-        (:func:`langgraph_types` / :func:`register_langgraph_types`); later, a config whose
-        ``thread_id`` is not a string.
+        (:func:`langgraph_types` / :func:`register_langgraph_types`); later, an argument
+        LangGraph's types do not allow (a config without a string ``thread_id``, a thread id
+        with a lone surrogate, a value the serializer cannot write, a payload no event can
+        hold): refused before any session is opened or written, so the store is unchanged.
     :raises SessionExistsError: a thread's session id names a session that is not that
         thread's (its metadata says otherwise); nothing is written to it.
     """
@@ -213,7 +214,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         with its pending writes, or ``None``. Reads that checkpoint's event, the blobs of the
         channel versions it names and its writes: from the store when the session does not
         hold them."""
-        thread_id = _thread_of(config)
+        thread_id = thread_of(config)
         await self._load(thread_id)
         thread = self._threads.get(thread_id)
         ns = config["configurable"].get("checkpoint_ns", "")
@@ -237,16 +238,20 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         store when the session does not hold them) a page at a time as the caller iterates,
         and only as many as ``limit`` asks for; the ids listed are those stored when the call
         began (a put during the iteration does not show)."""
+        left = checked_limit(limit)
+        if filter is not None and not isinstance(filter, Mapping):
+            raise ValidationError(f"Expected a mapping or None, got `{type(filter).__name__}`")
+        if before is not None:
+            configurable(before)
         if config is None:
             await self._load_all()
             threads = list(self._threads)
         else:
-            threads = [_thread_of(config)]
+            threads = [thread_of(config)]
             await self._load(threads[0])
         config_ns = config["configurable"].get("checkpoint_ns") if config else None
         only = get_checkpoint_id(config) if config else None
         below = get_checkpoint_id(before) if before else None
-        left = limit
         for thread_id in threads:
             thread = self._threads.get(thread_id)
             if thread is None:
@@ -313,33 +318,17 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Log the checkpoint (and the values of the channels in ``new_versions``) and return
         once it is durable."""
-        thread_id = _thread_of(config)
-        ns = config["configurable"].get("checkpoint_ns", "")
-        rest = dict(checkpoint)
-        values = cast(dict[str, Any], rest.pop("channel_values", {}))
-        dumps = self.serde.dumps_typed
-        payload = Checkpointed(
-            ns=ns,
-            id=checkpoint["id"],
-            parent=config["configurable"].get("checkpoint_id"),
-            checkpoint=Typed.of(dumps(rest)),
-            metadata=Typed.of(dumps(get_checkpoint_metadata(config, metadata))),
-            blobs=[
-                Blob(
-                    channel=channel,
-                    version=version,
-                    value=Typed.of(dumps(values[channel]) if channel in values else _EMPTY),
-                )
-                for channel, version in new_versions.items()
-            ],
-        )
+        thread_id = thread_of(config)
+        payload = checkpoint_payload(self.serde, config, checkpoint, metadata, new_versions)
+        # Checked before the thread's session is opened or created: a refusal changes nothing.
+        check_payload(self._store, CHECKPOINT, payload, session_id=session_id_for(thread_id))
         session = await self._commit(thread_id, CHECKPOINT, payload)
         await session.flush()
         return {
             "configurable": {
                 "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint["id"],
+                "checkpoint_ns": payload.ns,
+                "checkpoint_id": payload.id,
             }
         }
 
@@ -353,14 +342,24 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         """Log a task's writes against the checkpoint ``config`` names and return once they
         are durable. A regular write already stored for the same task and index is kept;
         a special one (error, interrupt) replaces the stored one."""
-        thread_id = _thread_of(config)
+        thread_id = thread_of(config, required=("checkpoint_id",))
         ns = config["configurable"].get("checkpoint_ns", "")
         checkpoint_id = config["configurable"]["checkpoint_id"]
-        serialized = [
-            Write(idx=WRITES_IDX_MAP.get(channel, idx), channel=channel, value=Typed.of(pair))
-            for idx, (channel, value) in enumerate(writes)
-            for pair in (self.serde.dumps_typed(value),)
-        ]
+        if not isinstance(task_id, str) or not isinstance(task_path, str):
+            raise ValidationError(
+                f"Expected `str` task_id and task_path, got `{type(task_id).__name__}` and "
+                f"`{type(task_path).__name__}`"
+            )
+        serialized = write_list(self.serde, writes)
+        # Every write checked before the session is touched (a refusal changes nothing).
+        whole = WritesPut(
+            ns=ns,
+            checkpoint_id=checkpoint_id,
+            task_id=task_id,
+            task_path=task_path,
+            writes=serialized,
+        )
+        check_payload(self._store, WRITES, whole, session_id=session_id_for(thread_id))
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
@@ -382,7 +381,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread: its session and every event in it are removed from the store.
         A thread that does not exist is not an error."""
-        async with self._lock(thread_id):
+        async with self._lock(checked_thread(thread_id)):
             session = await self._session(thread_id, create=False)
             if session is not None:
                 self._threads.pop(thread_id, None)
@@ -394,7 +393,8 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         target thread, in their order, and return once they are durable. Streams the source's
         log (older events from the store) a page at a time. A source that does not exist
         copies nothing."""
-        async with self._lock(source_thread_id):
+        checked_thread(target_thread_id)
+        async with self._lock(checked_thread(source_thread_id)):
             source = await self._session(source_thread_id, create=False)
             stop = -1 if source is None else source.head + 1
         seq = 0
@@ -417,7 +417,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         """LangGraph's ``DeltaChannel`` history (beta), as ``InMemorySaver`` answers it: the
         checkpoint's ancestors are read (from the store when the session does not hold them)
         back to the nearest one holding a value of each channel, or to the root."""
-        thread_id = _thread_of(config)
+        thread_id, channels = thread_of(config), checked_channels(channels)
         await self._load(thread_id)
         thread = self._threads.get(thread_id)
         ns = config["configurable"].get("checkpoint_ns", "")
@@ -474,8 +474,14 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         return chain, read
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """Versions as ``InMemorySaver`` makes them: sortable strings."""
-        return self._versions.get_next_version(current, channel)
+        """Versions as ``InMemorySaver`` makes them: sortable strings.
+
+        :raises ValidationError: ``current`` is not a version this saver made.
+        """
+        try:
+            return self._versions.get_next_version(current, channel)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValidationError(f"{current!r:.60} is not a channel version") from exc
 
     async def aclose(self) -> None:
         """Close every session the saver opened (their leases are released). The store stays
@@ -562,19 +568,8 @@ class _Thread:
     index: ThreadIndex
 
 
-_EMPTY = ("empty", b"")
 _OURS = frozenset({CHECKPOINT, WRITES})
 #: Checkpoints materialised per page of ``list`` (and per read of an ancestor chain).
 _PAGE = 32
 #: Events read per page when a thread is copied.
 _PAGE_EVENTS = 512
-
-
-def _thread_of(config: RunnableConfig) -> str:
-    thread_id = config.get("configurable", {}).get("thread_id")
-    if not isinstance(thread_id, str):
-        raise ValidationError(
-            f"the config's configurable.thread_id is {thread_id!r}; LangGraph threads are "
-            "named by a string"
-        )
-    return thread_id
