@@ -23,7 +23,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import ValidationError
 
-from ._langgraph_events import Blob, Checkpointed, Typed, Write, session_id_for
+from ._langgraph_events import Blob, Checkpointed, Typed, Write, WritesPut, session_id_for
 from ._types import shown
 
 __all__ = (
@@ -33,7 +33,7 @@ __all__ = (
     "checkpoint_payload",
     "configurable",
     "thread_of",
-    "write_list",
+    "writes_put",
 )
 
 _EMPTY = ("empty", b"")
@@ -141,7 +141,35 @@ def checkpoint_payload(
     )
 
 
-def write_list(serde: SerializerProtocol, writes: object) -> list[Write]:
+def writes_put(
+    serde: SerializerProtocol,
+    config: Mapping[str, Any],
+    writes: object,
+    task_id: object,
+    task_path: object,
+) -> WritesPut:
+    """The ``langgraph/writes`` payload of one ``put_writes`` with every write of the call
+    (the saver logs only those it keeps: a subset).
+
+    :raises ValidationError: the config names no checkpoint, a task id or path is not a
+        string, or a write is refused (see :func:`_write_list`).
+    """
+    inner = configurable(config, required=("checkpoint_id",))
+    if not isinstance(task_id, str) or not isinstance(task_path, str):
+        raise ValidationError(
+            f"Expected `str` task_id and task_path, got `{type(task_id).__name__}` and "
+            f"`{type(task_path).__name__}`"
+        )
+    return WritesPut(
+        ns=inner.get("checkpoint_ns", ""),
+        checkpoint_id=inner["checkpoint_id"],
+        task_id=task_id,
+        task_path=task_path,
+        writes=_write_list(serde, writes),
+    )
+
+
+def _write_list(serde: SerializerProtocol, writes: object) -> list[Write]:
     """The writes of one ``put_writes``, serialized, with their indices.
 
     :raises ValidationError: ``writes`` is not a sequence of ``(channel, value)`` pairs with a

@@ -27,6 +27,7 @@ from typing import Any, Self, TypeVar
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -41,7 +42,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import (
-    Event,
     EventLogError,
     Session,
     SessionExistsError,
@@ -58,10 +58,11 @@ from ._langgraph_calls import (
     checkpoint_payload,
     configurable,
     thread_of,
-    write_list,
+    writes_put,
 )
-from ._langgraph_events import CHECKPOINT, WRITES, WritesPut, session_id_for
-from ._langgraph_index import ThreadIndex, fill, read_at
+from ._langgraph_events import CHECKPOINT, WRITES, session_id_for
+from ._langgraph_index import ThreadIndex, fill
+from ._langgraph_reads import PAGE, delta_history, read_page
 
 __all__ = ("EventLoopThreadError", "EventlogSaver")
 
@@ -264,11 +265,11 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                     (i for i in entries if (not only or i == only) and (not below or i < below)),
                     reverse=True,
                 )
-                for start in range(0, len(ids), _PAGE):
+                for start in range(0, len(ids), PAGE):
                     if left is not None and left <= 0:
                         return
-                    chunk = ids[start : start + _PAGE]
-                    page = await self._page(session, index, thread_id, ns, chunk, filter)
+                    chunk = ids[start : start + PAGE]
+                    page = await read_page(self.serde, session, index, thread_id, ns, chunk, filter)
                     for item in page[:left] if left is not None else page:
                         yield item
                     if left is not None:
@@ -282,32 +283,6 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         limit: int | None,
     ) -> list[CheckpointTuple]:
         return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
-
-    async def _page(
-        self,
-        session: Session,
-        index: ThreadIndex,
-        thread_id: str,
-        ns: str,
-        ids: Sequence[str],
-        filter: dict[str, Any] | None,
-    ) -> list[CheckpointTuple]:
-        """Checkpoints ``ids`` (newest first) that match ``filter``, as ``InMemorySaver.list``
-        gives them: the metadata filter is applied before any blob is read."""
-        entries = index.checkpoints[ns]
-        read = await read_at(session, (entries[i][0] for i in ids))
-        if filter:
-            loads = self.serde.loads_typed
-            ids = [
-                i
-                for i in ids
-                for metadata in (loads(read[entries[i][0]].data.metadata.pair()),)
-                if all(value == metadata.get(key) for key, value in filter.items())
-            ]
-        scratch = InMemorySaver(serde=self.serde)
-        await fill(scratch, session, index, thread_id, ns, ids, checkpoints=read)
-        scope: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
-        return list(scratch.list(scope, filter=filter))
 
     async def aput(
         self,
@@ -343,37 +318,17 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         are durable. A regular write already stored for the same task and index is kept;
         a special one (error, interrupt) replaces the stored one."""
         thread_id = thread_of(config, required=("checkpoint_id",))
-        ns = config["configurable"].get("checkpoint_ns", "")
-        checkpoint_id = config["configurable"]["checkpoint_id"]
-        if not isinstance(task_id, str) or not isinstance(task_path, str):
-            raise ValidationError(
-                f"Expected `str` task_id and task_path, got `{type(task_id).__name__}` and "
-                f"`{type(task_path).__name__}`"
-            )
-        serialized = write_list(self.serde, writes)
         # Every write checked before the session is touched (a refusal changes nothing).
-        whole = WritesPut(
-            ns=ns,
-            checkpoint_id=checkpoint_id,
-            task_id=task_id,
-            task_path=task_path,
-            writes=serialized,
-        )
+        whole = writes_put(self.serde, config, writes, task_id, task_path)
         check_payload(self._store, WRITES, whole, session_id=session_id_for(thread_id))
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
             index = self._threads[thread_id].index
-            stored = index.writes.get((ns, checkpoint_id), {})
-            kept = [w for w in serialized if w.idx < 0 or (task_id, w.idx) not in stored]
+            stored = index.writes.get((whole.ns, whole.checkpoint_id), {})
+            kept = [w for w in whole.writes if w.idx < 0 or (task_id, w.idx) not in stored]
             if kept:
-                payload = WritesPut(
-                    ns=ns,
-                    checkpoint_id=checkpoint_id,
-                    task_id=task_id,
-                    task_path=task_path,
-                    writes=kept,
-                )
+                payload = msgspec.structs.replace(whole, writes=kept)
                 index.apply(session.append(WRITES, payload))
         # Also when nothing was new: the call that logged them may not have flushed yet.
         await session.flush()
@@ -426,52 +381,8 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         if thread is None or target not in thread.index.checkpoints.get(ns, {}):
             return scratch.get_delta_channel_history(config=config, channels=channels)
         assert target is not None
-        session, index = thread.session, thread.index
-        chain, read = await self._seeded_chain(session, index, ns, target, channels)
-        await fill(
-            scratch,
-            session,
-            index,
-            thread_id,
-            ns,
-            [target, *chain],
-            channels=channels,
-            checkpoints=read,  # the ancestors' events, read once
-        )
-        pinned: RunnableConfig = {
-            "configurable": {**config["configurable"], "checkpoint_id": target}
-        }
-        return scratch.get_delta_channel_history(config=pinned, channels=channels)
-
-    async def _seeded_chain(
-        self,
-        session: Session,
-        index: ThreadIndex,
-        ns: str,
-        target: str,
-        channels: Sequence[str],
-    ) -> tuple[list[str], dict[int, Event]]:
-        """The ancestors of ``target``, parent first, up to the first that holds a non-empty
-        value of every one of ``channels`` (the ones the history walk reaches), and their
-        checkpoint events as read (by seq)."""
-        chain, remaining = index.chain(ns, target), set(channels)
-        entries = index.checkpoints[ns]
-        read: dict[int, Event] = {}
-        for start in range(0, len(chain), _PAGE):
-            page = chain[start : start + _PAGE]
-            read.update(await read_at(session, (entries[i][0] for i in page)))
-            for offset, checkpoint_id in enumerate(page):
-                data = read[entries[checkpoint_id][0]].data
-                versions = self.serde.loads_typed(data.checkpoint.pair()).get(
-                    "channel_versions", {}
-                )
-                for channel in list(remaining):
-                    blob = index.blobs.get((ns, channel, versions.get(channel)))
-                    if channel in versions and blob is not None and not blob[1]:
-                        remaining.discard(channel)
-                if not remaining:
-                    return chain[: start + offset + 1], read
-        return chain, read
+        where = (thread.session, thread.index, thread_id, ns)
+        return await delta_history(scratch, *where, target, config, channels)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """Versions as ``InMemorySaver`` makes them: sortable strings.
@@ -569,7 +480,5 @@ class _Thread:
 
 
 _OURS = frozenset({CHECKPOINT, WRITES})
-#: Checkpoints materialised per page of ``list`` (and per read of an ancestor chain).
-_PAGE = 32
 #: Events read per page when a thread is copied.
 _PAGE_EVENTS = 512
