@@ -196,20 +196,6 @@ def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str
     return None
 
 
-#: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
-KEPT = (
-    bytes,
-    bytearray,
-    memoryview,
-    datetime.datetime,
-    datetime.date,
-    datetime.time,
-    datetime.timedelta,
-    uuid.UUID,
-    decimal.Decimal,
-)
-
-
 def insist_reads_back(given: Any, payload: Any) -> None:
     """:raises ValueError: ``payload`` (decoded from the JSON of ``given``) is not what
     ``given`` (builtins, :data:`KEPT` kept) says, naming where (:func:`first_difference`)."""
@@ -251,9 +237,8 @@ def first_difference(given: Any, back: Any) -> str | None:
     return None
 
 
-#: The values msgspec encodes beyond JSON's, which a schema may declare (checked against the
-#: schema by msgspec's strict conversion, which names the path of a mismatch).
-_NATIVE = (
+#: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
+KEPT = (
     bytes,
     bytearray,
     memoryview,
@@ -263,6 +248,11 @@ _NATIVE = (
     datetime.timedelta,
     uuid.UUID,
     decimal.Decimal,
+)
+#: The values msgspec encodes beyond JSON's, which a schema may declare (checked against the
+#: schema by msgspec's strict conversion, which names the path of a mismatch).
+_NATIVE = (
+    *KEPT,
     set,
     frozenset,
     enum.Enum,

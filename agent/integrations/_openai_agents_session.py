@@ -236,12 +236,9 @@ class EventlogSession:
         elif kind == "output":
             part = ToolResultPart(call_id=group[0]["call_id"], content=group[0]["output"])
             message = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
-        # The exact items are kept too when the core event does not say them as given (and a
-        # reply the hooks may have logged first is always spelled when the SDK adds it).
+        # The exact items are kept too when the core event does not say them as given.
         spelled = spell and (
-            message is None
-            or kind == "assistant"
-            or to_openai_responses([message], degrade="text") != group
+            message is None or to_openai_responses([message], degrade="text") != group
         )
         return _Staged(kind, group, message, spelled)
 
@@ -256,7 +253,8 @@ class EventlogSession:
             if message is not None:
                 type_, data = _core(entry.kind, bound, bound, message)
                 check_payload(log, type_, data)
-            if entry.spelled:
+            # A reply the hooks logged first is spelled whatever the conversion gives.
+            if entry.spelled or entry.kind == "assistant":
                 of = None if message is None else bound
                 check_payload(log, ITEMS, Items(items=entry.group, of=of))
 
