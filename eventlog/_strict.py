@@ -199,19 +199,43 @@ def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str
 def insist_reads_back(given: Any, payload: Any) -> None:
     """:raises ValueError: ``payload`` (decoded from the JSON of ``given``) is not what
     ``given`` (builtins, :data:`KEPT` kept) says, naming where (:func:`first_difference`)."""
-    why = first_difference(given, msgspec.to_builtins(payload, builtin_types=KEPT))
+    back = msgspec.to_builtins(payload, builtin_types=KEPT)
+    why = first_difference(given, back, field_names(type(payload)))
     if why is not None:
         raise ValueError(why)
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def field_names(payload: type) -> frozenset[str]:
+    """The encoded names of the fields of every Struct a payload class's schema holds (a field
+    left out of ``to_builtins`` by ``omit_defaults`` is one of them, not an unknown one)."""
+    names = _FIELD_NAMES.get(payload)
+    if names is None:
+        found: set[str] = set()
+        seen: set[int] = set()
+        stack = [msgspec.inspect.type_info(payload)]
+        while stack:
+            info = stack.pop()
+            if id(info) in seen:
+                continue
+            seen.add(id(info))
+            found.update(f.encode_name for f in getattr(info, "fields", ()))
+            stack.extend(_children(info))
+        names = _FIELD_NAMES[payload] = frozenset(found)
+    return names
 
 
 _NO_SURROGATE = "`str` without lone surrogates (they have no UTF-8 form)"
 
 
-def first_difference(given: Any, back: Any) -> str | None:
+def first_difference(given: Any, back: Any, fields: frozenset[str] = frozenset()) -> str | None:
     """Where a payload's builtins (``given``) and what its JSON reads back as (``back``) first
     differ, in msgspec's words, or ``None`` when they agree. A list and a tuple are the same
     JSON array, and an object field ``given`` leaves out (a default) is no difference; an
-    object field only ``given`` has is one the schema does not know."""
+    object field only ``given`` has is one the schema does not know, unless it is one of
+    ``fields`` (a default the type omits when it writes)."""
     stack: list[tuple[Any, Any, str]] = [(given, back, "$")]
     while stack:
         mine, theirs, path = stack.pop()
@@ -223,6 +247,8 @@ def first_difference(given: Any, back: Any) -> str | None:
         elif type(mine) is dict and type(theirs) is dict:
             for key in reversed(list(mine)):
                 if key not in theirs:
+                    if key in fields:
+                        continue  # a field at its default, which the type does not write
                     return f"Object contains unknown field `{key}` - at `{path}`"
                 stack.append((mine[key], theirs[key], _key_path(path, str(key))))
         elif mine != theirs:

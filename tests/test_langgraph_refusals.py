@@ -20,9 +20,12 @@ from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 
 from agent.integrations.langgraph import EventlogSaver, langgraph_types, session_id_for
 from eventlog import EventLogError, ValidationError, open_store, validate_session_id
+from tests.conftest import SOAK
 from tests.refusals import LONE, MAX_EVENT_BYTES, dump, hostile, planted, thread_ids
 
 pytestmark = pytest.mark.anyio
+#: Examples per method: a few in the suite, many in a soak run (``EVENTLOG_SOAK=1``).
+EXAMPLES = 200 if SOAK else 10
 
 SEEDED = "t1"
 
@@ -144,7 +147,7 @@ async def _state(saver: EventlogSaver) -> list[Any]:
 
 
 @pytest.mark.parametrize("method", METHODS)
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 async def test_a_refused_call_changes_nothing_and_a_retry_adds_no_copy(
     tmp_path: Path, method: str, data: st.DataObject

@@ -24,10 +24,13 @@ from openai.types.responses import ResponseFunctionToolCall
 
 from agent.integrations.openai_agents import EventlogHooks, EventlogSession, openai_agents_types
 from eventlog import EventLogError, ValidationError, open_store
+from tests.conftest import SOAK
 from tests.openai_agents_children.support import make_agent
 from tests.refusals import LONE, MAX_EVENT_BYTES, dump, hostile, planted, thread_ids
 
 pytestmark = pytest.mark.anyio
+#: Examples per method: a few in the suite, many in a soak run (``EVENTLOG_SOAK=1``).
+EXAMPLES = 200 if SOAK else 12
 
 #: Valid items of each kind the session maps (the templates hostile values are planted in).
 ITEMS: list[dict[str, Any]] = [
@@ -160,7 +163,7 @@ async def _seeded(store: Any) -> EventlogSession:
 
 
 @pytest.mark.parametrize("method", METHODS)
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 async def test_a_refused_call_changes_nothing_and_a_retry_adds_no_copy(
     tmp_path: Path, method: str, data: st.DataObject

@@ -186,3 +186,24 @@ async def test_nesting_refusals_name_the_limit_and_the_path() -> None:
             session.append("request/header", {"params": "x"})
         assert snapshot(session) == before
         assert session.append("request/header", RequestHeader(params={"k": [1]})).seq == 0
+
+
+class Sparse(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A payload that does not write its fields at their defaults."""
+
+    count: int = 0
+    tags: tuple[str, ...] = ()
+
+
+async def test_a_field_given_at_its_default_is_not_an_unknown_field() -> None:
+    types = EventTypes()
+    types.register("app/sparse", Sparse)
+    async with open_store("memory:", types=types) as store:
+        session = await store.create(session_id="s")
+        # Spelled out at its defaults (a list for the tuple), a dict is the same payload ...
+        spelled = session.append("app/sparse", {"count": 0, "tags": []}).data
+        assert spelled == Sparse() == session.append("app/sparse", {}).data
+        # ... and a name the type does not have is still refused, naming it.
+        with pytest.raises(ValidationError, match=r"unknown field `cuont` - at `\$`"):
+            session.append("app/sparse", {"cuont": 1})
+        assert session.head == 1
