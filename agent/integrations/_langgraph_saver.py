@@ -201,6 +201,12 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                 return
             after = page[-1].id
 
+    def _check_first(self, thread_id: str, type_: str, payload: Any) -> None:
+        """Check ``payload`` before the thread's session is opened or created (a refusal then
+        changes nothing); an open thread's ``append`` checks it and commits nothing either."""
+        if thread_id not in self._threads:
+            check_payload(self._store, type_, payload, session_id=session_id_for(thread_id))
+
     async def _commit(self, thread_id: str, type_: str, payload: Any) -> Session:
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
@@ -295,8 +301,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         once it is durable."""
         thread_id = thread_of(config)
         payload = checkpoint_payload(self.serde, config, checkpoint, metadata, new_versions)
-        # Checked before the thread's session is opened or created: a refusal changes nothing.
-        check_payload(self._store, CHECKPOINT, payload, session_id=session_id_for(thread_id))
+        self._check_first(thread_id, CHECKPOINT, payload)
         session = await self._commit(thread_id, CHECKPOINT, payload)
         await session.flush()
         return {
@@ -318,9 +323,8 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         are durable. A regular write already stored for the same task and index is kept;
         a special one (error, interrupt) replaces the stored one."""
         thread_id = thread_of(config, required=("checkpoint_id",))
-        # Every write checked before the session is touched (a refusal changes nothing).
         whole = writes_put(self.serde, config, writes, task_id, task_path)
-        check_payload(self._store, WRITES, whole, session_id=session_id_for(thread_id))
+        self._check_first(thread_id, WRITES, whole)
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
