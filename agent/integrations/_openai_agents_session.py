@@ -95,6 +95,9 @@ class EventlogSession:
         restores keeps the open step and every unanswered call, so the crash check and the
         repair need nothing older; ``get_items`` reads older events from the store.
 
+        :raises ValidationError: ``session_id`` is not a valid session id (a final newline, a
+            lone surrogate, over 128 characters, ...: ids are never rewritten) or ``metadata``
+            is not JSON; refused before anything is stored.
         :raises SessionBusyError: another live writer holds the session.
         :raises CorruptLogError: the stored log is damaged (from the snapshot on).
         """
