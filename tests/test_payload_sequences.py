@@ -13,13 +13,17 @@ import pytest
 
 from eventlog import (
     APPEND,
+    AssistantMessage,
     EventTypes,
+    ImagePart,
     Message,
     MessageSource,
     RequestHeader,
     Session,
+    StepStart,
     TextPart,
-    ToolResultPart,
+    ToolCallPart,
+    ToolResult,
     TurnStart,
     UserMessage,
     ValidationError,
@@ -73,10 +77,22 @@ async def test_a_list_where_a_tuple_is_declared_is_the_same_event(stores: Opener
         assert as_list.data == as_tuple.data
         assert isinstance(as_list.data.message.content, tuple)
         assert as_dict.data.message.content == (TextPart(text="hi"),)
-        # A tool result's parts, an app's tuple given as a list, its list given as a tuple.
-        part = ToolResultPart(call_id="c", content=[TextPart(text="r")])  # type: ignore[arg-type]
-        assert list(part.content) == [TextPart(text="r")]  # the caller's object is kept
+        # Tool calls and a tool result's parts given as lists, inside a step.
         session.append("turn/start", TurnStart(turn=1))
+        session.append("step/start", StepStart(turn=1, step=1))
+        call = ToolCallPart(id="c", name="f", arguments="{}")
+        reply = Message.assistant(tool_calls=[call])  # type: ignore[arg-type]
+        session.append(
+            "assistant/message", AssistantMessage(turn=1, step=1, message=reply), surface=APPEND
+        )
+        parts = [TextPart(text="r"), ImagePart(media_type="image/png", data=b"\x89")]
+        result = Message.tool_result("c", parts)  # type: ignore[arg-type]
+        answer = session.append(
+            "tool/result", ToolResult(turn=1, step=1, message=result), surface=APPEND
+        )
+        assert answer.data.message.tool_results[0].content == tuple(parts)
+        assert isinstance(parts, list)  # the caller's objects are not touched
+        # An app's tuple given as a list, its list given as a tuple.
         doc = session.append("app/doc", Doc(pair=[1, 2], names=("a", "b"))).data  # type: ignore[arg-type]
         assert doc == Doc(pair=(1, 2), names=["a", "b"])
         await session.flush()
