@@ -19,6 +19,7 @@ from eventlog import (
     Message,
     MessageSource,
     RequestHeader,
+    ResultPart,
     Session,
     StepStart,
     TextPart,
@@ -81,12 +82,15 @@ async def test_a_list_where_a_tuple_is_declared_is_the_same_event(stores: Opener
         session.append("turn/start", TurnStart(turn=1))
         session.append("step/start", StepStart(turn=1, step=1))
         call = ToolCallPart(id="c", name="f", arguments="{}")
-        reply = Message.assistant(tool_calls=[call])  # type: ignore[arg-type]
+        reply = Message.assistant(tool_calls=[call])
         session.append(
             "assistant/message", AssistantMessage(turn=1, step=1, message=reply), surface=APPEND
         )
-        parts = [TextPart(text="r"), ImagePart(media_type="image/png", data=b"\x89")]
-        result = Message.tool_result("c", parts)  # type: ignore[arg-type]
+        parts: list[ResultPart] = [
+            TextPart(text="r"),
+            ImagePart(media_type="image/png", data=b"\x89"),
+        ]
+        result = Message.tool_result("c", parts)
         answer = session.append(
             "tool/result", ToolResult(turn=1, step=1, message=result), surface=APPEND
         )
