@@ -234,3 +234,32 @@ async def test_awkward_thread_ids_are_threads_of_their_own(tmp_path: Path) -> No
             await saver.aget_tuple(_config(LONE))
         await saver.aclose()
         assert dump(path) == before
+
+
+async def test_a_value_too_deep_to_print_is_refused_by_name(tmp_path: Path) -> None:
+    # Nested far past Python's recursion limit: even repr fails on it.
+    deep: Any = 1
+    for _ in range(100_000):
+        deep = [deep]
+    path = tmp_path / "store.db"
+    async with (
+        open_store(f"sqlite:///{path}", types=langgraph_types()) as store,
+        EventlogSaver(store) as saver,
+    ):
+        stored = await saver.aput(_config(), _checkpoint(1), {}, {"count": 2})
+        await saver.aclose()
+        before = dump(path)
+        # Each refusal is typed and its message is short, whatever the value.
+        for call in (
+            lambda: saver.aput_writes(stored, [("count", deep)], "task"),
+            lambda: saver.aput(_config(), _checkpoint(2, {"count": deep}), {}, {"count": 3}),
+            lambda: saver.aget_delta_channel_history(config=_config(), channels=deep),
+            lambda: saver.adelete_thread(deep),
+        ):
+            with pytest.raises(ValidationError) as caught:
+                await call()
+            assert len(str(caught.value)) < 400
+        with pytest.raises(ValidationError, match="a `list` is not a channel version"):
+            saver.get_next_version(deep, None)
+        await saver.aclose()
+        assert dump(path) == before

@@ -227,3 +227,25 @@ async def test_a_session_id_the_store_refuses_is_refused_up_front(
         with pytest.raises(ValidationError, match="is not valid"):
             await EventlogSession.open(store, session_id)
         assert dump(path) == before
+
+
+async def test_a_value_too_deep_to_print_is_refused_by_name(tmp_path: Path) -> None:
+    # Nested far past Python's recursion limit: even repr fails on it.
+    deep: Any = 1
+    for _ in range(100_000):
+        deep = {"a": deep}
+    path = tmp_path / "store.db"
+    async with open_store(f"sqlite:///{path}", types=openai_agents_types()) as store:
+        session = await _seeded(store)
+        before = dump(path)
+        # Each refusal is typed, short, and names where.
+        with pytest.raises(ValidationError, match=r"got `dict` nested deeper - at `\$.items"):
+            await session.add_items([{"type": "reasoning", "deep": deep}])
+        with pytest.raises(ValidationError, match="got `dict`"):
+            await session.get_items(deep)
+        with pytest.raises(ValidationError, match="is not valid") as caught:
+            await EventlogSession.open(store, deep)
+        assert len(str(caught.value)) < 400
+        await session.log.flush()
+        assert dump(path) == before
+        await session.log.aclose()

@@ -63,6 +63,7 @@ from ._langgraph_calls import (
 from ._langgraph_events import CHECKPOINT, WRITES, session_id_for
 from ._langgraph_index import ThreadIndex, fill
 from ._langgraph_reads import PAGE, delta_history, read_page
+from ._types import shown
 
 __all__ = ("EventLoopThreadError", "EventlogSaver")
 
@@ -396,7 +397,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         try:
             return self._versions.get_next_version(current, channel)
         except (TypeError, ValueError, AttributeError) as exc:
-            raise ValidationError(f"{current!r:.60} is not a channel version") from exc
+            raise ValidationError(f"{shown(current)} is not a channel version") from exc
 
     async def aclose(self) -> None:
         """Close every session the saver opened (their leases are released). The store stays
