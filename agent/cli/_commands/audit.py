@@ -34,6 +34,7 @@ _OUTCOME_STYLE = {
     "not started": "yellow",
     "error": "magenta",
     "outcome unknown": "red",
+    "in progress": "cyan",
 }
 
 
@@ -58,7 +59,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         running = await writer_alive(store, loaded.session.id)
     session = loaded.session
     line = timeline(session)
-    calls = [call_row(session, call) for call in line.calls()]
+    calls = [call_row(session, call, running=running) for call in line.calls()]
     attempts = failed_attempts(session)
     turns = failed_turns(session)
     findings = _findings(scan(session))
