@@ -151,7 +151,9 @@ def encode_payload(
             except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError):
                 pass  # the walk below explains it (or a deep caller stack: it passes)
         # Explain (or, for a schema with bytes, datetimes ..., check) with the slower walk.
-        invalid = find_invalid(data, max_nesting=max_nesting, json_only=info.json_only)
+        invalid = find_invalid(
+            data, max_nesting=max_nesting, json_only=info.json_only, sets=info.sets
+        )
         if invalid is not None:
             raise _invalid(info, session_id, seq, invalid)
         try:

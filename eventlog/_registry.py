@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from ._errors import ValidationError
-from ._strict import schema_depth, schema_is_json_only
+from ._strict import schema_declares_sets, schema_depth, schema_is_json_only
 from ._versions import VERSION_KEY, NewerVersion, Upcaster, split_version, upcast
 from ._vocabulary import CORE_TYPES, SURFACE_TYPES
 
@@ -34,6 +34,7 @@ class TypeInfo:
         "max_depth",
         "name",
         "payload",
+        "sets",
         "surface",
         "upcasters",
         "version",
@@ -60,6 +61,8 @@ class TypeInfo:
         # JSON value, and a JSON round trip is the whole strict check.
         schema = msgspec.inspect.type_info(payload)
         self.json_only = schema_is_json_only(schema)
+        #: Whether it declares a set anywhere: else a set given is refused (it has no order).
+        self.sets = schema_declares_sets(schema)
         # How deep a valid payload can nest (None: unbounded, it holds free-form JSON).
         self.max_depth = schema_depth(schema)
         #: How deep a schema of JSON types only can nest, or a number no limit allows

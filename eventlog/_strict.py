@@ -49,6 +49,7 @@ __all__ = (
     "on_fresh_stack",
     "refusal",
     "schema_depth",
+    "schema_declares_sets",
     "schema_is_json_only",
     "shown",
 )
@@ -133,13 +134,17 @@ def refusal(expected: str, given: str, path: str) -> str:
     return f"Expected {expected}, got {given} - at `{path}`"
 
 
-def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str | None:
+def find_invalid(
+    value: Any, *, max_nesting: int, json_only: bool = True, sets: bool = False
+) -> str | None:
     """Why ``value`` may not be committed, or ``None`` when it may; in msgspec's words, naming
     what was expected, what was given and where (``... - at `$.message.content[0].text```).
 
     :param max_nesting: containers (objects, arrays, Structs) may nest this many levels.
     :param json_only: refuse leaves that are not JSON values (``False`` for a schema that
         declares such fields; msgspec's strict conversion then checks them against it).
+    :param sets: the schema declares a set somewhere; else a set or frozenset is refused
+        wherever it is (it would be taken for an array, in no order that is given).
     """
     stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
     pop, push = stack.pop, stack.append
@@ -189,7 +194,7 @@ def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str
             # Subclasses (str and int enums): checked as their base, which is what is encoded.
             base = str if isinstance(item, str) else int if isinstance(item, int) else float
             push((base(item), path, depth))
-        elif json_only or not isinstance(item, _NATIVE):
+        elif json_only or not isinstance(item, _NATIVE) or (kind in _SETS and not sets):
             # Not JSON; and where the schema declares bytes, datetimes and the like, still
             # refused here when msgspec cannot encode it at all (it would fail with no path).
             return refusal(_JSON_VALUE, f"`{kind.__name__}`", path)
@@ -315,6 +320,20 @@ def _children(info: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
         if hasattr(info, name)
     ]
     return children
+
+
+_SETS = (set, frozenset)
+
+
+def schema_declares_sets(info: msgspec.inspect.Type, seen: set[int] | None = None) -> bool:
+    """True when a schema declares a ``set`` or ``frozenset`` anywhere."""
+    seen = set() if seen is None else seen
+    if id(info) in seen:
+        return False
+    seen.add(id(info))
+    if isinstance(info, msgspec.inspect.SetType | msgspec.inspect.FrozenSetType):
+        return True
+    return any(schema_declares_sets(child, seen) for child in _children(info))
 
 
 def schema_is_json_only(info: msgspec.inspect.Type, seen: set[int] | None = None) -> bool:

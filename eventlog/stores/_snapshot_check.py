@@ -105,9 +105,8 @@ def _check_shape(restored: Restored, seq: int, digest: bytes) -> None:
     newest_append = -1
     for node in nodes:
         if node <= newest_append:
-            raise SnapshotFault(
-                f"its surface puts event {node} after event {newest_append}, which was appended later"
-            )
+            later = f"event {newest_append}, which was appended later"
+            raise SnapshotFault(f"its surface puts event {node} after {later}")
         if restored.rows[node].surface == "append":
             newest_append = node
 
