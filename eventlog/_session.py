@@ -84,8 +84,9 @@ class SessionTail(Protocol):
         """The error that fenced the session, or ``None``."""
         ...
 
-    def check_room(self, seq: int, nbytes: int) -> None:
-        """Refuse (raise) a commit of ``nbytes`` at ``seq`` that the store cannot take now."""
+    def check_room(self, seq: int, nbytes: int, waiting: int = 0) -> None:
+        """Refuse (raise) a commit of ``nbytes`` at ``seq`` that the store cannot take now, or
+        once ``waiting`` more bytes are committed before it (a request checked whole)."""
         ...
 
     def enqueue(self, event: Event, data: bytes) -> None:
@@ -112,7 +113,7 @@ class _StoredTail:
         self.last_hash = last_hash
         self.fault: EventLogError | None = None
 
-    def check_room(self, seq: int, nbytes: int) -> None:
+    def check_room(self, seq: int, nbytes: int, waiting: int = 0) -> None:
         raise ClosedError("a read-only session takes no commits")
 
     def enqueue(self, event: Event, data: bytes) -> None:

@@ -7,8 +7,8 @@ and whose third payload is refused would leave the first two committed (and writ
 next flush). A caller that checks every payload first with :func:`check_payload` refuses the
 whole request before anything is committed. The payload checks are exactly ``append``'s (this
 module holds them: ``append`` calls :func:`encode_for_append`); what depends on the log's
-state at commit (the turn and step structure, the surface, the write backlog) is the caller's
-to get right.
+state at commit (the turn and step structure, the surface) is the caller's to get right; the
+write backlog, :func:`check_room` checks for the whole request.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ._strict import DEFAULT_MAX_NESTING
 if TYPE_CHECKING:
     from ._session import Session
 
-__all__ = ("check_payload", "encode_for_append")
+__all__ = ("check_payload", "check_room", "encode_for_append")
 
 
 def encode_for_append(
@@ -103,3 +103,20 @@ def check_payload(
         max_event_bytes=getattr(target, "max_event_bytes", DEFAULT_MAX_EVENT_BYTES),
     )
     return len(raw)
+
+
+def check_room(session: Session, sizes: list[int]) -> None:
+    """Refuse, before anything is committed, a request whose events (of payloads of ``sizes``
+    stored bytes, in the order they will be appended) ``append`` would not all take because the
+    store's write backlog would fill on the way. Give upper bounds: a larger size only makes
+    the check stricter. Append the events with nothing awaited in between.
+
+    :raises BacklogFullError: one of the events would be refused; nothing was committed.
+    :raises ClosedError: the store is closed, or the session is read-only.
+    """
+    if not sizes:
+        return
+    # The backlog only grows on the way, so the last event is the one that could be refused,
+    # with every other one of the request waiting before it.
+    last = session.head + len(sizes)
+    session._tail.check_room(last, sizes[-1], waiting=sum(sizes) - sizes[-1])

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from openai.types.responses import ResponseFunctionToolCall
 
 from agent.integrations.openai_agents import EventlogHooks, EventlogSession, openai_agents_types
-from eventlog import EventLogError, ValidationError, open_store
+from eventlog import BacklogFullError, EventLogError, ValidationError, open_store
 from tests.conftest import SOAK
 from tests.openai_agents_children.support import make_agent
 from tests.refusals import LONE, MAX_EVENT_BYTES, dump, hostile, planted, thread_ids
@@ -215,6 +215,31 @@ async def test_add_items_is_all_or_nothing_when_the_last_item_is_refused(tmp_pat
         batch[1] = {"type": "reasoning", "score": 0.5}
         await session.add_items(batch)
         assert await session.get_items() == [*items, *batch]
+
+
+async def test_add_items_is_all_or_nothing_when_the_write_backlog_would_fill(
+    tmp_path: Path,
+) -> None:
+    # A store whose backlog takes 1 MiB, and a call of four 400 kB messages: append would take
+    # the first events and refuse a later one, so the call is refused before the first.
+    path = tmp_path / "store.db"
+    options = {"max_pending_bytes": 2**20, "max_event_bytes": 2**20}
+    async with open_store(f"sqlite:///{path}", types=openai_agents_types(), **options) as store:
+        session = await EventlogSession.open(store, "s")
+        await session.add_items([dict(ITEMS[0])])
+        await session.log.flush()
+        before, items, head = dump(path), await session.get_items(), session.log.head
+        batch = [{"role": "user", "content": "x" * 400_000} for _ in range(4)]
+        for _ in range(2):  # a retry is refused the same way, and adds no copy
+            with pytest.raises(BacklogFullError, match="would be waiting to be written"):
+                await session.add_items(batch)
+            assert session.log.head == head
+            await session.log.flush()
+            assert dump(path) == before
+            assert await session.get_items() == items
+        # One of them fits (its core event and the event keeping the SDK's spelling): appended.
+        await session.add_items(batch[:1])
+        assert await session.get_items() == [*items, *batch[:1]]
 
 
 @pytest.mark.parametrize("session_id", ["t\n", f"t{LONE}", "a" * 129, "", "../t"])

@@ -29,6 +29,7 @@ from eventlog import (
     UserMessage,
     ValidationError,
     check_payload,
+    check_room,
     new_id,
 )
 from eventlog.stores import LogStore
@@ -45,6 +46,8 @@ _TOOL = MessageSource(kind="tool")
 _ASSISTANT_TYPES = frozenset({"function_call"})
 #: Id prefix of a reply the hooks logged before the SDK added it.
 _HOOKED = "oa-hooks-"
+#: An upper bound of the stored payload of a turn or step event (``{"turn":N,"reason":...}``).
+_BOUNDARY_BYTES = 64
 
 
 class EventlogSession:
@@ -248,18 +251,22 @@ class EventlogSession:
     def _check(self, staged: list[_Staged]) -> None:
         """Check every payload ``staged`` will append, as ``append`` will: the turn, step and
         seq numbers the events get are at most ``bound`` (a few events per group), so the
-        sizes checked are at least the real ones."""
+        sizes checked are at least the real ones; then that the write backlog takes them all
+        (the turn and step events around them counted at :data:`_BOUNDARY_BYTES` each)."""
         log = self.log
         bound = log.head + 1 + 6 * len(staged)
+        sizes: list[int] = []
         for entry in staged:
+            sizes += [_BOUNDARY_BYTES] * 4  # at most: a turn closed and opened, a step too
             message = entry.message
             if message is not None:
                 type_, data = _core(entry.kind, bound, bound, message)
-                check_payload(log, type_, data)
+                sizes.append(check_payload(log, type_, data))
             # A reply the hooks logged first is spelled whatever the conversion gives.
             if entry.spelled or entry.kind == "assistant":
                 of = None if message is None else bound
-                check_payload(log, ITEMS, Items(items=entry.group, of=of))
+                sizes.append(check_payload(log, ITEMS, Items(items=entry.group, of=of)))
+        check_room(log, sizes)
 
     def _log_group(self, entry: _Staged) -> None:
         kind, group, message = entry.kind, entry.group, entry.message

@@ -231,7 +231,7 @@ class _Scratch:
     last_hash = b""
     fault = None
 
-    def check_room(self, seq: int, nbytes: int) -> None:
+    def check_room(self, seq: int, nbytes: int, waiting: int = 0) -> None:
         return None
 
     def enqueue(self, event: Event, data: bytes) -> None:

@@ -127,16 +127,17 @@ class _SessionTail:
         # The last seq handed to a round (the one in flight, when there is one).
         self.taken = durable
 
-    def check_room(self, seq: int, nbytes: int) -> None:
-        """Refuse a commit that would grow the store's backlog past its limit.
+    def check_room(self, seq: int, nbytes: int, waiting: int = 0) -> None:
+        """Refuse a commit that would grow the store's backlog past its limit (once ``waiting``
+        more bytes are committed before it).
 
         :raises ClosedError: the store is closed.
         :raises BacklogFullError: too many bytes wait to be written.
         """
         w = self._w
-        pending = w.pending_bytes
+        pending = w.pending_bytes + waiting
         if w.closed or (pending and pending + nbytes > w.max_pending_bytes):
-            w.check_room(self.session_id, seq, nbytes)  # raises
+            w.check_room(self.session_id, seq, nbytes, waiting)  # raises
 
     def enqueue(self, event: Event, data: bytes) -> None:
         """Queue a committed event and its payload bytes (and wake the background writer)."""
@@ -237,13 +238,18 @@ class Writer:
 
     # -- commit side (synchronous, called from Session.append) ---------------------------------
 
-    def check_room(self, session_id: str, seq: int, nbytes: int) -> None:
-        """Refuse a commit that would grow the backlog past ``max_pending_bytes``."""
+    def check_room(self, session_id: str, seq: int, nbytes: int, waiting: int = 0) -> None:
+        """Refuse a commit that would grow the backlog past ``max_pending_bytes`` (once
+        ``waiting`` more bytes are committed before it)."""
         if self.closed:
             raise ClosedError(f"session {session_id!r}: the store is closed", session_id=session_id)
-        if self.pending_bytes and self.pending_bytes + nbytes > self.max_pending_bytes:
+        pending = self.pending_bytes + waiting
+        if pending and pending + nbytes > self.max_pending_bytes:
             raise BacklogFullError(
-                f"session {session_id!r}, seq {seq}: {self.pending_bytes} bytes "
+                f"session {session_id!r}, seq {seq}: {pending} bytes "
+                f"would be waiting to be written (limit {self.max_pending_bytes})"
+                if waiting
+                else f"session {session_id!r}, seq {seq}: {pending} bytes "
                 f"are waiting to be written (limit {self.max_pending_bytes})",
                 session_id=session_id,
                 seq=seq,
