@@ -15,6 +15,7 @@ __all__ = (
     "EventLogError",
     "EventNotLoadedError",
     "ImportRefusedError",
+    "MissingExtraError",
     "ReentrancyError",
     "SessionBusyError",
     "SessionExistsError",
@@ -136,3 +137,17 @@ class EventNotLoadedError(EventLogError, LookupError):
     (docs/stores.md). Read it with
     ``session.read_events(from_seq)`` (async, from the store), or open the session with
     ``verify="full"`` to hold every event."""
+
+
+class MissingExtraError(EventLogError, ImportError):
+    """Code that needs an optional extra was used without it installed; the message names the
+    extra and the ``pip install 'agent-eventlog[...]'`` line that adds it.
+
+    :param extra: the extra to install (``postgres``, ``otel``, ...).
+    :param module: the missing module.
+    """
+
+    def __init__(self, message: str, *, extra: str, module: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.name = module

@@ -98,8 +98,11 @@ def test_store_from_environment_and_default(db: Path, tmp_path: Path) -> None:
     bare_path = cli("verify", "balanced", EVENTLOG_DB=str(db))
     assert bare_path.returncode == 0
     default = cli("sessions", cwd=tmp_path)
+    # Nothing named: the message says it read the default and how to name another store.
     assert_one_line_error(
-        default, "no database at 'eventlog.db' (store URL 'sqlite:///eventlog.db')"
+        default,
+        "no database at 'eventlog.db' (store URL 'sqlite:///eventlog.db', the default: name "
+        "yours with --db URL or $EVENTLOG_DB)",
     )
 
 

@@ -74,7 +74,10 @@ async def open_cli_store(
     """
     path = sqlite_path(url)
     if path is not None and not create and not path.exists():
-        raise CliError(f"no database at {str(path)!r} (store URL {url!r})")
+        # The default is the one a newcomer meets without having chosen it (the quickstart
+        # writes sessions.db): say how to name theirs.
+        chosen = ", the default: name yours with --db URL or $EVENTLOG_DB" * (url == DEFAULT_URL)
+        raise CliError(f"no database at {str(path)!r} (store URL {url!r}{chosen})")
     async with open_store(url, types=load_types() if types is None else types) as store:
         yield store
 

@@ -29,6 +29,7 @@ from eventlog import (
     ValidationError,
     new_id,
 )
+from eventlog._extras import needs_extra
 from eventlog.stores import LogStore
 from projections import timeline, to_openai_responses
 from recovery import repair, scan
@@ -106,8 +107,12 @@ class EventlogSession:
 
     @property
     def hooks(self) -> Any:
-        """``EventlogHooks`` for this session (imports the SDK)."""
-        from ._openai_agents_hooks import EventlogHooks
+        """``EventlogHooks`` for this session (imports the SDK).
+
+        :raises MissingExtraError: the ``openai-agents`` extra is not installed.
+        """
+        with needs_extra("openai-agents", "EventlogSession.hooks", "agents"):
+            from ._openai_agents_hooks import EventlogHooks
 
         return EventlogHooks(self)
 
