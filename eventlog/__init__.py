@@ -25,6 +25,7 @@ from ._errors import (
     ValidationError,
 )
 from ._event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
+from ._extras import needs_extra
 from ._ids import validate_session_id
 from ._message import (
     FilePart,
@@ -145,6 +146,7 @@ __all__ = (
     "attachment_digest",
     "fold_surface",
     "find_invalid",
+    "needs_extra",
     "new_id",
     "open_store",
     "register_snapshot_state",

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agent.cli._commands import COMMANDS
+from eventlog import MissingExtraError, needs_extra
 
 from .cli_fixtures import shared_runs_db, url_of
 
@@ -245,3 +246,18 @@ def test_a_postgresql_url_without_the_extra_is_one_line(base_python: Path) -> No
     error = json.loads(as_json.stderr)["error"]
     assert error["type"] == "MissingExtraError" and error["exit"] == 2
     assert "pip install 'agent-eventlog[postgres]'" in error["message"]
+
+
+def test_a_module_missing_for_another_reason_is_not_blamed_on_an_extra() -> None:
+    # A module that is not the extra's (a broken install, a typo) passes unchanged: telling
+    # the user to install an extra they have would send them the wrong way.
+    with pytest.raises(ModuleNotFoundError) as raised, needs_extra("otel", "x", "opentelemetry"):
+        import eventlog_no_such_module  # type: ignore[import-not-found]  # noqa: F401
+    assert not isinstance(raised.value, MissingExtraError)
+    # The extra's own module, missing, is the extra's error, chained to the import's.
+    with pytest.raises(MissingExtraError) as named, needs_extra("otel", "x", "eventlog_no"):
+        import eventlog_no.such  # type: ignore[import-not-found]  # noqa: F401
+    assert str(named.value) == (
+        "x needs the otel extra: pip install 'agent-eventlog[otel]' (no module named 'eventlog_no')"
+    )
+    assert isinstance(named.value.__cause__, ModuleNotFoundError)

@@ -27,9 +27,9 @@ from eventlog import (
     TurnStart,
     UserMessage,
     ValidationError,
+    needs_extra,
     new_id,
 )
-from eventlog._extras import needs_extra
 from eventlog.stores import LogStore
 from projections import timeline, to_openai_responses
 from recovery import repair, scan

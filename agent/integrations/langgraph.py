@@ -18,7 +18,7 @@ named.
 
 from typing import TYPE_CHECKING, Any
 
-from eventlog._extras import needs_extra
+from eventlog import needs_extra as _needs_extra
 
 from ._langgraph_events import (
     CHECKPOINT,
@@ -57,7 +57,7 @@ _NEEDS_LANGGRAPH = frozenset({"EventLoopThreadError", "EventlogSaver"})
 def __getattr__(name: str) -> Any:
     # The saver imports LangGraph (an optional extra): only when it is asked for.
     if name in _NEEDS_LANGGRAPH:
-        with needs_extra("langgraph", f"{__name__}.{name}", "langgraph", "langchain_core"):
+        with _needs_extra("langgraph", f"{__name__}.{name}", "langgraph", "langchain_core"):
             from . import _langgraph_saver
 
         return getattr(_langgraph_saver, name)

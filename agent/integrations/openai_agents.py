@@ -16,7 +16,7 @@ not. :class:`EventlogHooks` imports the SDK when first named.
 
 from typing import TYPE_CHECKING, Any
 
-from eventlog._extras import needs_extra
+from eventlog import needs_extra as _needs_extra
 
 from ._openai_agents_events import (
     CLEAR,
@@ -50,7 +50,7 @@ __all__ = (
 def __getattr__(name: str) -> Any:
     # The hooks subclass the SDK's RunHooks (an optional extra): imported only when asked for.
     if name == "EventlogHooks":
-        with needs_extra("openai-agents", f"{__name__}.{name}", "agents"):
+        with _needs_extra("openai-agents", f"{__name__}.{name}", "agents"):
             from ._openai_agents_hooks import EventlogHooks
 
         return EventlogHooks

@@ -12,8 +12,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from eventlog import Usage
-from eventlog._extras import needs_extra
+from eventlog import Usage, needs_extra
 from projections import Degrade, anthropic_request
 
 from .._model import (

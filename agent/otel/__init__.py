@@ -3,9 +3,9 @@
 ``TraceObserver`` traces a live one, ``session_spans`` builds the spans in memory. Needs the
 ``otel`` extra (opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http)."""
 
-from eventlog._extras import needs_extra
+from eventlog import needs_extra as _needs_extra
 
-with needs_extra("otel", "agent.otel", "opentelemetry"):
+with _needs_extra("otel", "agent.otel", "opentelemetry"):
     from ._export import (
         DEFAULT_ENDPOINT as DEFAULT_ENDPOINT,
     )
