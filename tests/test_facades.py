@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -202,3 +203,11 @@ def test_the_checker_refuses_reach_throughs(importer: str, source: str, refused:
     # The checker itself, on made-up modules: a reach into another package's implementation is
     # refused wherever the import stands; the same names through the facade pass.
     assert bool(list(_offences(importer, source))) is refused
+
+
+def test_every_facade_is_in_the_api_reference() -> None:
+    # A public face users import is documented: each has a `::: name` block under docs/api.
+    reference = "".join(page.read_text() for page in sorted((ROOT / "docs" / "api").glob("*.md")))
+    shown = set(re.findall(r"^::: ([\w.]+)\s*$", reference, re.M))
+    assert sorted(FACADES - shown) == []
+    assert sorted(shown - FACADES) == []  # and nothing private is shown as public
