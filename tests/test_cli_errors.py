@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from agent.cli import main
 
-from .cli_fixtures import cli, shared_runs_db, url_of
+from .cli_fixtures import cli, run_main, shared_runs_db, url_of
 
 
 @pytest.fixture
@@ -117,3 +118,28 @@ def test_console_script_and_option_after_the_command(db: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok    balanced")
+
+
+def test_a_memory_store_is_refused_where_there_is_nothing_to_read(db: Path, tmp_path: Path) -> None:
+    # A new process's memory: store is empty: a read would answer "no sessions", exit 0.
+    for args in (("sessions",), ("verify", "--all"), ("show", "x")):
+        assert_one_line_error(
+            run_main(*args, db="memory:"),
+            "store URL 'memory:' is a new, empty store in every process: there is nothing to "
+            "read (name yours with --db sqlite:///path.db or postgresql://…)",
+        )
+    # import takes it: the files are checked against the import rules and kept nowhere.
+    export = tmp_path / "balanced.jsonl"
+    exported = run_main("export", "balanced", "-o", str(export), db=db)
+    assert exported.returncode == 0, exported.stderr
+    checked = run_main("import", str(export), db="memory:")
+    assert checked.returncode == 0 and "imported session balanced" in checked.stdout
+
+
+def test_version() -> None:
+    # --version answers without a command (the distribution's version, or that there is none).
+    result = cli("--version")
+    assert result.returncode == 0 and result.stderr == ""
+    assert re.fullmatch(
+        r"eventlog (\d+\.\d+\S*|\(not installed: run from a checkout\))\n", result.stdout
+    )

@@ -70,8 +70,14 @@ async def open_cli_store(
     ``create``, a SQLite file must already exist (a read command never leaves an empty
     database behind a mistyped path).
 
-    :raises CliError: the file does not exist.
+    :raises CliError: the file does not exist, or ``url`` is a ``memory:`` store and not
+        ``create`` (a new process's memory store is empty: a read would report nothing).
     """
+    if url.startswith("memory:") and not create:
+        raise CliError(
+            f"store URL {url!r} is a new, empty store in every process: there is nothing to "
+            "read (name yours with --db sqlite:///path.db or postgresql://…)"
+        )
     path = sqlite_path(url)
     if path is not None and not create and not path.exists():
         # The default is the one a newcomer meets without having chosen it (the quickstart
