@@ -28,8 +28,7 @@ def needs_extra(extra: str, what: str, *modules: str) -> Iterator[None]:
         if (exc.name or "").partition(".")[0] not in modules:
             raise
         raise MissingExtraError(
-            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' "
-            f"(no module named {exc.name!r})",
+            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' ({exc})",
             extra=extra,
             module=exc.name or "",
         ) from exc

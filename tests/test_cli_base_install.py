@@ -226,7 +226,7 @@ def test_library_code_needing_an_extra_says_which(base_python: Path) -> None:
         assert result.returncode == 0 and "Traceback" not in result.stderr, (code, result.stderr)
         said = result.stdout.strip()
         assert said.startswith(
-            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' (no module "
+            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' (No module "
         ), (code, said)
         assert "secret" not in said  # a URL's password is never repeated
 
@@ -239,7 +239,7 @@ def test_a_postgresql_url_without_the_extra_is_one_line(base_python: Path) -> No
     assert plain.returncode == 2 and plain.stdout == "", plain.stderr
     assert plain.stderr == (
         "eventlog: error: a postgresql:// store needs the postgres extra: "
-        "pip install 'agent-eventlog[postgres]' (no module named 'asyncpg')\n"
+        "pip install 'agent-eventlog[postgres]' (No module named 'asyncpg')\n"
     )
     as_json = run(base_python, "-m", "eventlog", "--db", url, "sessions", "--json")
     assert as_json.returncode == 2
@@ -258,6 +258,6 @@ def test_a_module_missing_for_another_reason_is_not_blamed_on_an_extra() -> None
     with pytest.raises(MissingExtraError) as named, needs_extra("otel", "x", "eventlog_no"):
         import eventlog_no.such  # type: ignore[import-not-found]  # noqa: F401
     assert str(named.value) == (
-        "x needs the otel extra: pip install 'agent-eventlog[otel]' (no module named 'eventlog_no')"
+        "x needs the otel extra: pip install 'agent-eventlog[otel]' (No module named 'eventlog_no')"
     )
     assert isinstance(named.value.__cause__, ModuleNotFoundError)
