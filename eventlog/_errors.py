@@ -20,6 +20,7 @@ __all__ = (
     "SessionBusyError",
     "SessionExistsError",
     "SessionNotFoundError",
+    "StoreNotFoundError",
     "StoreWriteError",
     "SurfaceError",
     "UnknownEventTypeError",
@@ -101,6 +102,11 @@ class SessionBusyError(EventLogError):
 
 class SessionNotFoundError(EventLogError, LookupError):
     """No session with that id exists in the store."""
+
+
+class StoreNotFoundError(EventLogError, LookupError):
+    """No eventlog store is where the URL points (a PostgreSQL schema without eventlog's
+    tables), and the store was told not to create one; nothing was created."""
 
 
 class SessionExistsError(EventLogError):

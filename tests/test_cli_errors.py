@@ -143,3 +143,39 @@ def test_version() -> None:
     assert re.fullmatch(
         r"eventlog (\d+\.\d+\S*|\(not installed: run from a checkout\))\n", result.stdout
     )
+
+
+@pytest.mark.postgres
+def test_a_read_on_a_postgresql_schema_that_is_not_a_store_creates_nothing(
+    db: Path, tmp_path: Path
+) -> None:
+    # The PostgreSQL twin of "no database at": a mistyped ?schema= is refused in one line and
+    # the schema is not created behind it.
+    import anyio
+
+    from tests.pg_children.server import fresh_schema, raw_connection, store_url
+
+    async def schema_exists(name: str) -> bool:
+        conn = await raw_connection()
+        try:
+            found: bool = await conn.fetchval(
+                "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", name
+            )
+            return found
+        finally:
+            await conn.close()
+
+    with fresh_schema() as schema:
+        for args in (("sessions", "--json"), ("verify", "--all"), ("show", "x")):
+            result = run_main(*args, db=store_url(schema))
+            assert result.returncode == 2, result.stderr
+            assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+            assert f"schema {schema!r} holds no eventlog tables; nothing was created" in (
+                result.stderr
+            )
+        assert not anyio.run(schema_exists, schema)
+        # import writes: it creates the store as before, and the reads then find it.
+        export = tmp_path / "balanced.jsonl"
+        assert run_main("export", "balanced", "-o", str(export), db=db).returncode == 0
+        assert run_main("import", str(export), db=store_url(schema)).returncode == 0
+        assert run_main("verify", "--all", db=store_url(schema)).returncode == 0
