@@ -179,3 +179,20 @@ def test_a_read_on_a_postgresql_schema_that_is_not_a_store_creates_nothing(
         assert run_main("export", "balanced", "-o", str(export), db=db).returncode == 0
         assert run_main("import", str(export), db=store_url(schema)).returncode == 0
         assert run_main("verify", "--all", db=store_url(schema)).returncode == 0
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    # `eventlog show --help` listed --from SEQ and --to SEQ with no word on what they do.
+    import argparse
+
+    from agent.cli import _main
+
+    parser = _main.build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [
+        f"{name} {action.option_strings[0]}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if action.option_strings and not action.help
+    ]
+    assert silent == []
