@@ -421,7 +421,7 @@ class PostgresBackend(SnapshotMethods, Backend):
             await self._leases.acquire(self._pool, session_id, owner)
 
     async def writer_alive(self, session_id: str) -> bool:
-        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: ``writer`` and
+        """See :meth:`~eventlog.stores.LeaseReader.writer_alive`: ``writer`` and
         ``lease_until``, on the server's clock."""
         try:
             found = await self._pool.fetchrow(self._sql.lease_holder, session_id)
