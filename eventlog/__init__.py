@@ -13,10 +13,12 @@ from ._errors import (
     EventLogError,
     EventNotLoadedError,
     ImportRefusedError,
+    MissingExtraError,
     ReentrancyError,
     SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
+    StoreNotFoundError,
     StoreWriteError,
     SurfaceError,
     UnknownEventTypeError,
@@ -24,6 +26,7 @@ from ._errors import (
     ValidationError,
 )
 from ._event import APPEND, Append, Event, Replace, SurfaceOp, Unknown
+from ._extras import needs_extra
 from ._ids import validate_session_id
 from ._message import (
     FilePart,
@@ -92,6 +95,7 @@ __all__ = (
     "EventLogError",
     "EventNotLoadedError",
     "ImportRefusedError",
+    "MissingExtraError",
     "EventTypes",
     "EventsView",
     "FinishReason",
@@ -116,6 +120,7 @@ __all__ = (
     "SessionForked",
     "SessionInfo",
     "SessionNotFoundError",
+    "StoreNotFoundError",
     "SnapshotState",
     "StepEnd",
     "StepStart",
@@ -146,6 +151,7 @@ __all__ = (
     "check_room",
     "fold_surface",
     "find_invalid",
+    "needs_extra",
     "new_id",
     "open_store",
     "register_snapshot_state",

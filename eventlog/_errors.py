@@ -15,10 +15,12 @@ __all__ = (
     "EventLogError",
     "EventNotLoadedError",
     "ImportRefusedError",
+    "MissingExtraError",
     "ReentrancyError",
     "SessionBusyError",
     "SessionExistsError",
     "SessionNotFoundError",
+    "StoreNotFoundError",
     "StoreWriteError",
     "SurfaceError",
     "UnknownEventTypeError",
@@ -102,6 +104,11 @@ class SessionNotFoundError(EventLogError, LookupError):
     """No session with that id exists in the store."""
 
 
+class StoreNotFoundError(EventLogError, LookupError):
+    """No eventlog store is where the URL points (a PostgreSQL schema without eventlog's
+    tables), and the store was told not to create one; nothing was created."""
+
+
 class SessionExistsError(EventLogError):
     """A session with that id already exists."""
 
@@ -136,3 +143,17 @@ class EventNotLoadedError(EventLogError, LookupError):
     (docs/stores.md). Read it with
     ``session.read_events(from_seq)`` (async, from the store), or open the session with
     ``verify="full"`` to hold every event."""
+
+
+class MissingExtraError(EventLogError, ImportError):
+    """Code that needs an optional extra was used without it installed; the message names the
+    extra and the ``pip install 'agent-eventlog[...]'`` line that adds it.
+
+    :param extra: the extra to install (``postgres``, ``otel``, ...).
+    :param module: the missing module.
+    """
+
+    def __init__(self, message: str, *, extra: str, module: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.name = module

@@ -334,7 +334,7 @@ class Session:
         """Commit one event and return it.
 
         Validation order: payload against its registered type (strictly: see
-        :func:`eventlog.codec.encode_payload`); envelope (a surface operation exactly on surface
+        :func:`eventlog._codec.encode_payload`); envelope (a surface operation exactly on surface
         types, ``sources`` unique and all ``< seq``); the surface transition; ``time``; the
         structural rules of turns and steps (``turn/start`` opens the next turn only when none
         is open, steps open and close inside it in order, messages carry their event's role);

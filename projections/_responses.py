@@ -1,5 +1,5 @@
 """The OpenAI Responses API converter (``input`` items), re-exported by
-:mod:`projections.formats` with the others."""
+:mod:`projections._formats` with the others."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``surface(session)``: the read view of the surface index (docs/architecture.md).
 
-The index itself lives in :mod:`eventlog.surface` because the log must refuse a bad ``Replace``
+The index itself lives in :mod:`eventlog._surface` because the log must refuse a bad ``Replace``
 at commit; it is advanced by ``Session.append``, so reading it costs nothing to catch up.
 """
 

@@ -266,3 +266,22 @@ def test_repair_records_when_it_ran_and_the_closers_keep_their_time(
     text = cli("recover", "open", "--apply", db=path)
     assert text.returncode == 0
     assert re.search(r"repaired: 1 closer appended and flushed at \d{4}-\d\d-\d\dT", text.stdout)
+
+
+def test_audit_of_a_run_without_tool_calls_says_so(tmp_path: Path) -> None:
+    # The quickstart's session: a user message, no tool call. The table's place says "none"
+    # instead of printing headers over no rows.
+    from eventlog import APPEND, Message, TurnEnd, TurnStart, UserMessage, open_store
+
+    async def write(url: str) -> None:
+        async with open_store(url) as store:
+            session = await store.create(session_id="chat")
+            session.append("turn/start", TurnStart(turn=1))
+            session.append("user/message", UserMessage(message=Message.user("hi")), surface=APPEND)
+            session.append("turn/end", TurnEnd(turn=1, reason="completed"))
+
+    path = tmp_path / "sessions.db"
+    anyio.run(write, url_of(path))
+    result = run_main("audit", "chat", db=path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "tool calls: none\nintegrity: ok, hash chain verified over 3 events\n"

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agent.cli._commands import COMMANDS
+from eventlog import MissingExtraError, needs_extra
 
 from .cli_fixtures import shared_runs_db, url_of
 
@@ -58,10 +59,25 @@ def run(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: One top-level module of each extra.
+EXTRA_MODULES = (
+    "rich",
+    "sse_starlette",
+    "opentelemetry",
+    "asyncpg",
+    "langgraph",
+    "agents",
+    "hypothesis",
+    "pytest",
+    "openai",
+    "anthropic",
+)
+
+
 def test_the_environment_really_lacks_every_extra(base_python: Path) -> None:
     # The fault this file is about must be present: no rich, starlette, opentelemetry...
     probe = "import importlib.util as u; print([m for m in %r if u.find_spec(m)])"
-    extras = ("rich", "starlette", "jinja2", "uvicorn", "opentelemetry", "asyncpg", "hypothesis")
+    extras = (*EXTRA_MODULES, "starlette", "jinja2", "uvicorn", "langchain_core")
     assert run(base_python, "-c", probe % (extras,)).stdout.strip() == "[]"
     assert run(base_python, "-c", "import eventlog, msgspec, anyio").returncode == 0
 
@@ -155,3 +171,93 @@ def test_json_and_plain_commands_need_no_extra(
         assert code == (1 if args[0] == "sessions" else 0), (args, err)
         assert out and "needs the" not in err, (args, err)
     assert {s["id"] for s in json.loads(found[0][1])["sessions"]} >= {"balanced", "crashed"}
+
+
+#: What a newcomer's code touches first, per extra: each must say which extra to install.
+LIBRARY_NEEDS = [
+    (
+        "import anyio\nfrom eventlog import open_store\nasync def main():\n"
+        "    async with open_store('postgresql://u:secret@127.0.0.1:1/app'):\n        pass\n"
+        "anyio.run(main)",
+        "postgres",
+        "a postgresql:// store",
+    ),
+    ("from agent.otel import TraceObserver", "otel", "agent.otel"),
+    ("import agent.web", "web", "agent.web"),
+    (
+        "from agent.integrations.langgraph import EventlogSaver",
+        "langgraph",
+        "agent.integrations.langgraph.EventlogSaver",
+    ),
+    (
+        "from agent.integrations.openai_agents import EventlogHooks",
+        "openai-agents",
+        "agent.integrations.openai_agents.EventlogHooks",
+    ),
+    ("from recovery.testing import agent_runs", "testing", "recovery.testing"),
+    ("from eventlog.testing import StoreConformance", "testing", "eventlog.testing"),
+    (
+        "from agent.models import OpenAIChat\nOpenAIChat('m', api_key='k')",
+        "openai",
+        "agent.models.OpenAIChat",
+    ),
+    (
+        "from agent.models import AnthropicMessages\nAnthropicMessages('m', api_key='k')",
+        "anthropic",
+        "agent.models.AnthropicMessages",
+    ),
+]
+
+
+def test_library_code_needing_an_extra_says_which(base_python: Path) -> None:
+    # Each snippet, in a fresh base-install process, raises MissingExtraError (an ImportError
+    # too, so `except ImportError` keeps working) whose one line is the pip command.
+    for code, extra, what in LIBRARY_NEEDS:
+        script = (
+            "import sys\n"
+            "from eventlog import MissingExtraError\n"
+            f"try:\n    exec({code!r})\n"
+            "except MissingExtraError as exc:\n"
+            "    assert isinstance(exc, ImportError) and exc.extra and exc.name\n"
+            "    print(exc)\n"
+            "else:\n    print('no error')\n"
+        )
+        result = run(base_python, "-c", script)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (code, result.stderr)
+        said = result.stdout.strip()
+        assert said.startswith(
+            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' (No module "
+        ), (code, said)
+        assert "secret" not in said  # a URL's password is never repeated
+
+
+def test_a_postgresql_url_without_the_extra_is_one_line(base_python: Path) -> None:
+    # The command on a postgresql:// store: no traceback, exit 2, the pip line; under --json
+    # the same as one JSON object.
+    url = "postgresql://postgres@127.0.0.1:1/app"
+    plain = run(base_python, "-m", "eventlog", "--db", url, "verify", "--all")
+    assert plain.returncode == 2 and plain.stdout == "", plain.stderr
+    assert plain.stderr == (
+        "eventlog: error: a postgresql:// store needs the postgres extra: "
+        "pip install 'agent-eventlog[postgres]' (No module named 'asyncpg')\n"
+    )
+    as_json = run(base_python, "-m", "eventlog", "--db", url, "sessions", "--json")
+    assert as_json.returncode == 2
+    error = json.loads(as_json.stderr)["error"]
+    assert error["type"] == "MissingExtraError" and error["exit"] == 2
+    assert "pip install 'agent-eventlog[postgres]'" in error["message"]
+
+
+def test_a_module_missing_for_another_reason_is_not_blamed_on_an_extra() -> None:
+    # A module that is not the extra's (a broken install, a typo) passes unchanged: telling
+    # the user to install an extra they have would send them the wrong way.
+    with pytest.raises(ModuleNotFoundError) as raised, needs_extra("otel", "x", "opentelemetry"):
+        import eventlog_no_such_module  # type: ignore[import-not-found]  # noqa: F401
+    assert not isinstance(raised.value, MissingExtraError)
+    # The extra's own module, missing, is the extra's error, chained to the import's.
+    with pytest.raises(MissingExtraError) as named, needs_extra("otel", "x", "eventlog_no"):
+        import eventlog_no.such  # type: ignore[import-not-found]  # noqa: F401
+    assert str(named.value) == (
+        "x needs the otel extra: pip install 'agent-eventlog[otel]' (No module named 'eventlog_no')"
+    )
+    assert isinstance(named.value.__cause__, ModuleNotFoundError)

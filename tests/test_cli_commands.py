@@ -178,7 +178,14 @@ def test_replay_at_a_seq_outside_the_log_is_an_input_error(db: Path) -> None:
     result = run_main("replay", "open", "--at", "99", db=db)
     assert result.returncode == 2
     assert result.stderr == (
-        "eventlog: error: --at 99: session 'open' has events 0..3 (read); SEQ is one of them\n"
+        "eventlog: error: --at 99: session 'open' has events 0..3; SEQ is one of them\n"
+    )
+    # Salvaged, the seqs there are end before the damage, and the message says so.
+    salvaged = run_main("replay", "corrupt", "--salvage", "--at", "99", db=db)
+    assert salvaged.returncode == 2
+    assert salvaged.stderr == (
+        f"eventlog: error: --at 99: session 'corrupt' has events 0..{CORRUPT_SEQ - 1} (read "
+        "before the damage); SEQ is one of them\n"
     )
     # Negative: refused by the argument itself, in either spelling.
     for words in (["--at", "-1"], ["--at=-1"]):

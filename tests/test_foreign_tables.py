@@ -14,6 +14,7 @@ import pytest
 from eventlog import (
     APPEND,
     Message,
+    StoreNotFoundError,
     UnsupportedFormatError,
     UserMessage,
     ValidationError,
@@ -114,6 +115,49 @@ async def test_postgres_refuses_another_applications_table(schema: str) -> None:
         assert [r[0] for r in found] == ["events"]
     finally:
         await conn.close()
+
+
+async def _schema_exists(conn: object, schema: str) -> bool:
+    found: bool = await conn.fetchval(  # type: ignore[attr-defined]
+        "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", schema
+    )
+    return found
+
+
+@pytest.mark.postgres
+async def test_postgres_without_create_schema_creates_nothing(schema: str) -> None:
+    # A reader pointed at a schema that is not there (a mistyped ?schema=) is refused, and the
+    # schema is still not there afterwards.
+    conn = await raw_connection()
+    try:
+        with pytest.raises(StoreNotFoundError) as caught:
+            async with open_store(store_url(schema), create_schema=False):
+                pass
+        assert caught.value.message.endswith(
+            f"schema {schema!r} holds no eventlog tables; nothing was created"
+        )
+        assert not await _schema_exists(conn, schema)
+        # An empty schema of that name (an app's, say): still nothing created in it.
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+        with pytest.raises(StoreNotFoundError):
+            async with open_store(store_url(schema), create_schema=False):
+                pass
+        found = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
+        )
+        assert found == []
+        # Once a writer made the store, the reader opens it.
+        async with open_store(store_url(schema)) as store:
+            await store.create(session_id="s")
+        async with open_store(store_url(schema), create_schema=False) as store:
+            assert [info.id for info in await store.list()] == ["s"]
+    finally:
+        await conn.close()
+
+
+def test_create_schema_is_validated() -> None:
+    with pytest.raises(ValidationError, match="create_schema must be True or False, got 'no'"):
+        open_store("postgresql://u@127.0.0.1:1/db", create_schema="no")
 
 
 # -- the attachments table, made with the first attachment -------------------------------------

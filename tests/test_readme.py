@@ -1,5 +1,6 @@
 """The README's code runs: the quickstart against every embedded store URL, the real-model
-block against the loopback provider server, the own-model recipe in an agent."""
+block against the loopback provider server, the own-model recipe in an agent, the property
+test with the imports the docstring of ``recovery.testing`` shows."""
 
 from __future__ import annotations
 
@@ -86,6 +87,32 @@ def test_the_own_model_block_is_a_model() -> None:
             return messages(agent.session)[-1].text
 
     assert anyio.run(scenario) == "ping"
+
+
+def test_the_property_test_block_passes() -> None:
+    import recovery.testing
+
+    # The imports the block leaves out are the first lines of the docstring's full example.
+    full = recovery.testing.__doc__ or ""
+    imports = [line.strip() for line in full.splitlines() if line.startswith("    from ")]
+    imports += ["import anyio", "from hypothesis import given, strategies as st"]
+    namespace: dict[str, Any] = {}
+    # Not named after README.md: its lines are not the file's, and hypothesis reads the source.
+    code = "\n".join([*imports, _block("property-test")])
+    exec(compile(code, "<README.md property-test block>", "exec"), namespace)
+    test = namespace["test_recovers_from_a_crash_at_any_write"]
+    # First a run that compacts, crashed after its last write: the restarted process opens it
+    # from its snapshot, so a block that leaves out a step the invariants need fails here.
+    from eventlog import Replace
+
+    run = next(
+        run
+        for run in map(recovery.testing.random_run, range(100))
+        if any(isinstance(event.surface, Replace) for event in run.events)
+    )
+    test.hypothesis.inner_test(run=run, crash_at=30)
+    # Then the hypothesis test itself, with the test profile's examples.
+    test()
 
 
 def _marked_blocks(text: str) -> dict[str, str]:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eventlog import EventTypes, open_store
 from eventlog.stores import LogStore, SessionRecord
@@ -67,15 +68,29 @@ async def open_cli_store(
     url: str, *, create: bool = False, types: EventTypes | None = None
 ) -> AsyncIterator[LogStore]:
     """Open the store at ``url`` reading with ``types`` (default: :func:`load_types`); unless
-    ``create``, a SQLite file must already exist (a read command never leaves an empty
-    database behind a mistyped path).
+    ``create``, a SQLite file must already exist and a PostgreSQL schema must hold
+    eventlog's tables (a read command never leaves an empty database, schema or tables behind
+    a mistyped path).
 
-    :raises CliError: the file does not exist.
+    :raises CliError: the file does not exist, or ``url`` is a ``memory:`` store and not
+        ``create`` (a new process's memory store is empty: a read would report nothing).
+    :raises StoreNotFoundError: the PostgreSQL schema holds no eventlog tables, not ``create``.
     """
+    if url.startswith("memory:") and not create:
+        raise CliError(
+            f"store URL {url!r} is a new, empty store in every process: there is nothing to "
+            "read (name yours with --db sqlite:///path.db or postgresql://…)"
+        )
     path = sqlite_path(url)
     if path is not None and not create and not path.exists():
-        raise CliError(f"no database at {str(path)!r} (store URL {url!r})")
-    async with open_store(url, types=load_types() if types is None else types) as store:
+        # The default is the one a newcomer meets without having chosen it (the quickstart
+        # writes sessions.db): say how to name theirs.
+        chosen = ", the default: name yours with --db URL or $EVENTLOG_DB" * (url == DEFAULT_URL)
+        raise CliError(f"no database at {str(path)!r} (store URL {url!r}{chosen})")
+    options: dict[str, Any] = {}
+    if url.startswith(("postgresql://", "postgres://")) and not create:
+        options["create_schema"] = False
+    async with open_store(url, types=load_types() if types is None else types, **options) as store:
         yield store
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from eventlog import MissingExtraError
+
 from ._errors import CliError
 
 __all__ = ("optional",)
@@ -19,6 +21,9 @@ def optional(module: str, extra: str, what: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        # A package that says which extra it needs says it for itself; the command says it
+        # for the command, naming the module that is missing either way.
+        missing = exc.__cause__ if isinstance(exc, MissingExtraError) else exc
         raise CliError(
-            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' ({exc})"
+            f"{what} needs the {extra} extra: pip install 'agent-eventlog[{extra}]' ({missing})"
         ) from None

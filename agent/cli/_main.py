@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -56,7 +57,8 @@ def _common() -> _Parser:
         "--db",
         metavar="URL",
         default=argparse.SUPPRESS,
-        help="store URL (sqlite:///path.db, postgresql://…, memory:) or a SQLite file path",
+        help="store URL (sqlite:///path.db, postgresql://…; memory: only for import, to check "
+        "files without keeping them) or a SQLite file path",
     )
     common.add_argument(
         "--types",
@@ -76,6 +78,15 @@ def _common() -> _Parser:
     return common
 
 
+def _version() -> str:
+    """The installed distribution's version (``agent-eventlog``), or a word saying there is
+    none (a checkout run through ``PYTHONPATH``)."""
+    try:
+        return importlib.metadata.version("agent-eventlog")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed: run from a checkout)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one subcommand per entry of :data:`COMMANDS`."""
     common = _common()
@@ -86,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         sub = commands.add_parser(

@@ -30,6 +30,7 @@ from eventlog import (
     ValidationError,
     check_payload,
     check_room,
+    needs_extra,
     new_id,
 )
 from eventlog.stores import LogStore
@@ -114,8 +115,12 @@ class EventlogSession:
 
     @property
     def hooks(self) -> Any:
-        """``EventlogHooks`` for this session (imports the SDK)."""
-        from ._openai_agents_hooks import EventlogHooks
+        """``EventlogHooks`` for this session (imports the SDK).
+
+        :raises MissingExtraError: the ``openai-agents`` extra is not installed.
+        """
+        with needs_extra("openai-agents", "EventlogSession.hooks", "agents"):
+            from ._openai_agents_hooks import EventlogHooks
 
         return EventlogHooks(self)
 

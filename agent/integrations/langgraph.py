@@ -18,6 +18,8 @@ named.
 
 from typing import TYPE_CHECKING, Any
 
+from eventlog import needs_extra as _needs_extra
+
 from ._langgraph_events import (
     CHECKPOINT,
     WRITES,
@@ -55,7 +57,8 @@ _NEEDS_LANGGRAPH = frozenset({"EventLoopThreadError", "EventlogSaver"})
 def __getattr__(name: str) -> Any:
     # The saver imports LangGraph (an optional extra): only when it is asked for.
     if name in _NEEDS_LANGGRAPH:
-        from . import _langgraph_saver
+        with _needs_extra("langgraph", f"{__name__}.{name}", "langgraph", "langchain_core"):
+            from . import _langgraph_saver
 
         return getattr(_langgraph_saver, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

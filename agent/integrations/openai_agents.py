@@ -16,6 +16,8 @@ not. :class:`EventlogHooks` imports the SDK when first named.
 
 from typing import TYPE_CHECKING, Any
 
+from eventlog import needs_extra as _needs_extra
+
 from ._openai_agents_events import (
     CLEAR,
     ITEMS,
@@ -48,7 +50,8 @@ __all__ = (
 def __getattr__(name: str) -> Any:
     # The hooks subclass the SDK's RunHooks (an optional extra): imported only when asked for.
     if name == "EventlogHooks":
-        from ._openai_agents_hooks import EventlogHooks
+        with _needs_extra("openai-agents", f"{__name__}.{name}", "agents"):
+            from ._openai_agents_hooks import EventlogHooks
 
         return EventlogHooks
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from eventlog import Usage
+from eventlog import Usage, needs_extra
 from projections import Degrade, anthropic_request
 
 from .._model import (
@@ -59,7 +59,7 @@ class AnthropicMessages(ProviderModel):
         what was there) or ``"drop"`` (leave it out); see :func:`projections.to_openai`.
     :raises AgentConfigError: an argument of the wrong type or value (``client`` must be the
         SDK's async client; ``base_url`` and ``api_key`` only without one).
-    :raises ImportError: the ``anthropic`` package is not installed.
+    :raises MissingExtraError: the ``anthropic`` package is not installed (the ``anthropic`` extra).
 
     Errors and retries as :class:`~agent.models.OpenAIChat`; an ``error`` event inside the
     stream (``overloaded_error``) is retryable. Stop reasons ``end_turn`` and ``stop_sequence``
@@ -84,7 +84,8 @@ class AnthropicMessages(ProviderModel):
         timeout: float = 60.0,
         degrade: Degrade = "refuse",
     ) -> None:
-        import anthropic
+        with needs_extra("anthropic", "agent.models.AnthropicMessages", "anthropic"):
+            import anthropic
 
         super().__init__(
             anthropic, model, client, timeout, degrade, base_url=base_url, api_key=api_key

@@ -17,7 +17,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from eventlog import Usage
+from eventlog import Usage, needs_extra
 from projections import Degrade, openai_request
 
 from .._model import (
@@ -59,7 +59,7 @@ class OpenAIChat(ProviderModel):
         what was there) or ``"drop"`` (leave it out); see :func:`projections.to_openai`.
     :raises AgentConfigError: an argument of the wrong type or value (``client`` must be the
         SDK's async client; ``base_url`` and ``api_key`` only without one).
-    :raises ImportError: the ``openai`` package is not installed.
+    :raises MissingExtraError: the ``openai`` package is not installed (the ``openai`` extra).
 
     Every attempt is one HTTP request: the SDK's own retries are off, so the agent retries and
     logs each failed attempt. Errors are :class:`~agent.ModelError`: transport errors, timeouts,
@@ -85,7 +85,8 @@ class OpenAIChat(ProviderModel):
         timeout: float = 60.0,
         degrade: Degrade = "refuse",
     ) -> None:
-        import openai
+        with needs_extra("openai", "agent.models.OpenAIChat", "openai"):
+            import openai
 
         super().__init__(
             openai, model, client, timeout, degrade, base_url=base_url, api_key=api_key

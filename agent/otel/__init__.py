@@ -3,9 +3,12 @@
 ``TraceObserver`` traces a live one, ``session_spans`` builds the spans in memory. Needs the
 ``otel`` extra (opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http)."""
 
-from ._export import (
-    DEFAULT_ENDPOINT as DEFAULT_ENDPOINT,
-)
+from eventlog import needs_extra as _needs_extra
+
+with _needs_extra("otel", "agent.otel", "opentelemetry"):
+    from ._export import (
+        DEFAULT_ENDPOINT as DEFAULT_ENDPOINT,
+    )
 from ._export import (
     TraceObserver as TraceObserver,
 )

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
-from eventlog import EventLogError, Session
+from eventlog import EventLogError, Session, ValidationError
 
 from ..report import counted
 from ._mapping import SCHEMA_URL, SpanBuilder
@@ -70,16 +70,14 @@ def export_otlp(
     not accept is retried by the exporter within ``timeout``, and its log lines are collected
     into the error instead of printed.
 
+    :raises ValidationError: ``endpoint`` is not an ``http://`` or ``https://`` URL with a host
+        (and a valid port, if it names one); nothing was sent.
     :raises EventLogError: the receiver cannot be reached or did not accept the spans (the
         message names the endpoint and the reason).
     """
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    url = (
-        endpoint
-        if endpoint.rstrip("/").endswith("/v1/traces")
-        else endpoint.rstrip("/") + "/v1/traces"
-    )
+    url = _traces_url(endpoint)
     _reachable(session, url, min(timeout, _CONNECT_TIMEOUT))
     spans = session_spans(session, include_content=include_content)
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
@@ -99,6 +97,26 @@ def export_otlp(
     return len(spans)
 
 
+def _traces_url(endpoint: object) -> str:
+    """The traces URL of ``endpoint`` (a bare ``http://host:port`` gets ``/v1/traces``).
+
+    :raises ValidationError: ``endpoint`` is not an http(s) URL with a host and a valid port.
+    """
+    parts = urllib.parse.urlsplit(endpoint) if isinstance(endpoint, str) else None
+    try:
+        port_ok = parts is not None and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port that is not a number, or out of range
+        port_ok = False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ValidationError(
+            f"OTLP endpoint {endpoint!r} is not an http(s) URL with a host and port "
+            f"(the default is {DEFAULT_ENDPOINT})"
+        )
+    assert isinstance(endpoint, str)
+    stripped = endpoint.rstrip("/")
+    return stripped if stripped.endswith("/v1/traces") else stripped + "/v1/traces"
+
+
 #: How long the check that a receiver listens waits for the connection.
 _CONNECT_TIMEOUT = 3.0
 
@@ -109,15 +127,13 @@ def _reachable(session: Session, url: str, timeout: float) -> None:
 
     :raises EventLogError: nothing accepts connections there.
     """
-    parts = urllib.parse.urlsplit(url)
+    parts = urllib.parse.urlsplit(url)  # checked by _traces_url: scheme, host, port
+    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("expected http://host:port/…")
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
             pass
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
         raise EventLogError(
             f"session {session.id!r}: cannot reach the OTLP receiver at {url}: "
             f"{reason or type(exc).__name__}",

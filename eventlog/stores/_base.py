@@ -3,7 +3,7 @@
 A *store* turns stored rows into sessions: it decodes, verifies the hash chain, rebuilds the
 surface index and hands out :class:`~eventlog.Session` objects whose commits flow through one
 group-committing writer. A *backend* is the storage engine underneath (memory, SQLite,
-PostgreSQL): it sees only envelope columns and bytes (:class:`~eventlog.codec.Row`), never
+PostgreSQL): it sees only envelope columns and bytes (:class:`~eventlog.stores.Row`), never
 payload classes. Guarantees are documented here once; implementations do not repeat them.
 """
 

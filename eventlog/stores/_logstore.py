@@ -99,7 +99,7 @@ def lease_owner() -> str:
 
 
 class LogStore(Store):
-    """A :class:`~eventlog.stores.base.Store` over a backend; use as an async context manager.
+    """A :class:`~eventlog.Store` over a backend; use as an async context manager.
 
     :param backend: the storage engine.
     :param types: the event types sessions accept and decode (core vocabulary by default).
@@ -600,7 +600,7 @@ class LogStore(Store):
         self, session_id: str, from_seq: int = 0, limit: int | None = None
     ) -> AsyncIterator[Sequence[Row]]:
         """The stored rows from ``from_seq`` in seq order, in chunks, at most ``limit`` in all,
-        exactly as stored: neither decoded nor verified (:func:`~eventlog.codec.verify_rows`
+        exactly as stored: neither decoded nor verified (:func:`~eventlog.stores.verify_rows`
         does that), so a damaged log can still be exported. A missing session yields nothing;
         read :meth:`record` first to tell it apart.
 

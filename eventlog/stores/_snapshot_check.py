@@ -165,7 +165,7 @@ async def _same_as_stored(
 
 
 async def verify_snapshot(store: LogStore, sid: str) -> int | None:
-    """See :meth:`~eventlog.stores.base.Store.verify_snapshot`."""
+    """See :meth:`~eventlog.Store.verify_snapshot`."""
     await store.record(sid)  # raises SessionNotFoundError
     backend = store.backend
     if not isinstance(backend, Snapshots):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import ValidationError
+from .._extras import needs_extra
 from .._registry import EventTypes
 from .._strict import check_int, check_number, check_text, has_surrogate
 from ._base import Backend, MaskedUrl
@@ -115,7 +116,8 @@ def _backend_for(url: str, options: dict[str, Any]) -> Backend:
         _no_more(url, options)
         return SQLiteBackend(parse_sqlite_url(url), **known)
     if url.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresBackend
+        with needs_extra("postgres", "a postgresql:// store", "asyncpg"):
+            from .postgres import PostgresBackend
 
         return PostgresBackend(url, **options)
     raise ValidationError(

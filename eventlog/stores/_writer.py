@@ -8,7 +8,7 @@ every event committed before the call.
 Each writable session has one :class:`_SessionTail`, owned by the writer: its durable seq, the
 hash chain's head and binding, the error that fenced it and its rows not yet written. The
 session reads its watermarks through the tail's narrow interface
-(:class:`eventlog.session.SessionTail`) and never changes them.
+(:class:`eventlog._session.SessionTail`) and never changes them.
 
 Failure keeps the batch at the front of the queue: nothing committed is dropped, ``flush()``
 raises :class:`StoreWriteError` and the next round retries. A conflict (the stored tail moved
@@ -90,7 +90,7 @@ class _Round:
 
 
 class _SessionTail:
-    """The writer's state of one writable session (see :class:`eventlog.session.SessionTail`
+    """The writer's state of one writable session (see :class:`eventlog._session.SessionTail`
     for the part the session reads).
 
     :ivar durable: the last seq known durable in the store.

@@ -1,5 +1,9 @@
-"""Testing helpers shipped with eventlog: the store conformance suite."""
+"""Testing helpers shipped with eventlog: the store conformance suite, run with pytest (the
+``testing`` extra installs pytest and hypothesis)."""
 
-from ._conformance import StoreConformance, flip_a_letter, lease_refusals
+from .._extras import needs_extra as _needs_extra
+
+with _needs_extra("testing", "eventlog.testing", "pytest", "hypothesis"):
+    from ._conformance import StoreConformance, flip_a_letter, lease_refusals
 
 __all__ = ("StoreConformance", "flip_a_letter", "lease_refusals")

@@ -1,15 +1,15 @@
 """The store conformance suite: one contract, every store.
 
 Subclass :class:`StoreConformance` in a test module (the base class name does not start with
-``Test`` so pytest collects only subclasses) and implement two hooks::
+``Test`` so pytest collects only subclasses) and implement three hooks::
 
     class TestMyStore(StoreConformance):
         @pytest.fixture(autouse=True)
         def _location(self, tmp_path: Path) -> None:
             self.path = tmp_path / "sessions.db"
 
-        def make_store(self) -> LogStore:
-            return open_store(f"sqlite:///{self.path}")
+        def make_store(self, **options: Any) -> LogStore:
+            return open_store(f"sqlite:///{self.path}", **options)
 
         async def tamper_event(self, session_id: str, seq: int) -> None:
             ...  # side door: the stored data becomes flip_a_letter(data)
@@ -111,7 +111,29 @@ def flip_a_letter(data: bytes) -> bytes:
 
 @pytest.mark.anyio
 class StoreConformance:
-    """The contract of :class:`~eventlog.stores.base.Store`, run against one store."""
+    """The contract of :class:`~eventlog.Store`, run against one store.
+
+    Subclass it under a name starting with ``Test`` and give it the three hooks below; pytest
+    (with anyio's plugin, which anyio installs) runs every test against your store. The memory
+    store's subclass, whole::
+
+        class TestMyStore(StoreConformance):
+            @pytest.fixture(autouse=True)
+            def _data(self) -> None:
+                self.data = MemoryData()
+
+            def make_store(self, **options: Any) -> LogStore:
+                return open_store("memory:", data=self.data, **options)
+
+            async def tamper_event(self, session_id: str, seq: int) -> None:
+                rows = self.data.rows[session_id]
+                rows[seq] = msgspec.structs.replace(rows[seq], data=flip_a_letter(rows[seq].data))
+
+            async def tamper_attachment(self, digest: str) -> None:
+                data = bytearray(self.data.attachments[digest])
+                data[len(data) // 2] ^= 0x01
+                self.data.attachments[digest] = bytes(data)
+    """
 
     def make_store(self, **options: Any) -> LogStore:
         """A new, not yet entered store over this test's stored data."""

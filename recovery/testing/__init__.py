@@ -43,9 +43,12 @@ your agent's resume path::
         anyio.run(scenario)
 """
 
+from eventlog import needs_extra as _needs_extra
+
+with _needs_extra("testing", "recovery.testing", "hypothesis"):
+    from ._runs import AgentRun, Choose, PlannedEvent, agent_runs, build_run, random_run
 from ._faulty import FaultyBackend, FaultyStore, SimulatedCrash
 from ._invariants import InvariantViolation, check_invariants
-from ._runs import AgentRun, Choose, PlannedEvent, agent_runs, build_run, random_run
 
 __all__ = (
     "AgentRun",

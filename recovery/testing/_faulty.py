@@ -1,7 +1,7 @@
 """``FaultyStore``: a store whose Nth write fails, or whose process "crashes" at the Nth write.
 
 The fault sits on the write rounds every store shares (:meth:`Backend.write`, and
-:meth:`~eventlog.stores.base.StartsWrites.start_write` where the backend pipelines rounds on a
+:meth:`~eventlog.stores.StartsWrites.start_write` where the backend pipelines rounds on a
 thread of its own), so it wraps any backend: memory, SQLite, PostgreSQL. Rounds are counted
 from 0 in the order the store's writer issues them, whichever of the two routes carries them.
 
@@ -82,7 +82,7 @@ class SimulatedCrash(StoreWriteError):
 
 
 class FaultyBackend(Backend):
-    """A :class:`~eventlog.stores.base.Backend` that injects faults into its write rounds.
+    """A :class:`~eventlog.stores.Backend` that injects faults into its write rounds.
 
     It has exactly the optional abilities of the backend it wraps (``FaultyBackend(b)`` is an
     instance of a subclass adding them), each defined here, so each goes through the fault.

@@ -147,7 +147,10 @@ def _print(
                 "seqs": seqs,
             }
         )
-    console.print(fitted_table(_COLUMNS, rows, console.width))
+    if rows:
+        console.print(fitted_table(_COLUMNS, rows, console.width))
+    else:  # a table of headers alone reads like output that failed to arrive
+        ctx.out.line("tool calls: none")
     for attempt in attempts:
         ctx.out.line(
             f"failed model attempt: turn {attempt['turn']} step {attempt['step']} "

@@ -102,8 +102,21 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
         help="only this type, or namespace such as tool/ (repeatable)",
     )
     parser.add_argument("--turn", type=positive, metavar="N", help="only events of turn N")
-    parser.add_argument("--from", dest="first", type=non_negative, metavar="SEQ", default=0)
-    parser.add_argument("--to", dest="last", type=non_negative, metavar="SEQ")
+    parser.add_argument(
+        "--from",
+        dest="first",
+        type=non_negative,
+        metavar="SEQ",
+        default=0,
+        help="only events from SEQ on (default: 0)",
+    )
+    parser.add_argument(
+        "--to",
+        dest="last",
+        type=non_negative,
+        metavar="SEQ",
+        help="only events up to SEQ, itself included",
+    )
     parser.add_argument(
         "--limit",
         type=positive,

@@ -45,10 +45,10 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         loaded = await load_session(store, args.session_id, salvage=args.salvage)
         session = loaded.session
         if args.at is not None and args.at > session.head:
-            readable = "read" if loaded.fault is None else "read before the damage"
+            readable = "" if loaded.fault is None else " (read before the damage)"
             raise CliError(
-                f"--at {args.at}: session {session.id!r} has events 0..{session.head} "
-                f"({readable}); SEQ is one of them"
+                f"--at {args.at}: session {session.id!r} has events 0..{session.head}"
+                f"{readable}; SEQ is one of them"
             )
         history = messages(session, at=args.at)
         # A provider body carries the bytes of the images and files the messages reference.

@@ -78,6 +78,9 @@ class PostgresBackend(SnapshotMethods, Backend):
     :param lease_ttl: seconds a writer lease lives without renewal; another host may take a
         session over this long after its writer died.
     :param schema: the schema holding the tables (created on first use); ``public`` default.
+    :param create_schema: create the schema and tables when missing (the default); ``False``
+        refuses a schema without eventlog's tables with ``StoreNotFoundError`` when the store
+        starts, creating nothing (a reader pointed at the wrong place).
     :param pool_size: connections for reads and lease calls (the writer, the listener and the
         notifier each have one more of their own).
     :param connect_timeout: seconds to wait for a connection.
@@ -100,6 +103,7 @@ class PostgresBackend(SnapshotMethods, Backend):
         pool_size: int = 4,
         connect_timeout: float = 10.0,
         command_timeout: float | None = 60.0,
+        create_schema: bool = True,
         **unknown: Any,
     ) -> None:
         if durability not in _DURABILITY:
@@ -115,6 +119,8 @@ class PostgresBackend(SnapshotMethods, Backend):
                 f"command_timeout must be a positive number of seconds or None, "
                 f"got {command_timeout!r}"
             )
+        if not isinstance(create_schema, bool):
+            raise ValidationError(f"create_schema must be True or False, got {create_schema!r}")
         if pool_size < 1:
             raise ValidationError(f"pool_size must be at least 1, got {pool_size!r}")
         self._dsn, url_schema, self.display_url = _split_url(url)
@@ -128,6 +134,7 @@ class PostgresBackend(SnapshotMethods, Backend):
         self._pool_size = pool_size
         self._connect_timeout = connect_timeout
         self._command_timeout = command_timeout
+        self._create_schema = create_schema
         self._settings = {
             "application_name": "eventlog",
             "synchronous_commit": _DURABILITY[durability],
@@ -188,7 +195,9 @@ class PostgresBackend(SnapshotMethods, Backend):
         try:
             with self._translate("creating the schema"):
                 async with self._pool.acquire() as conn:
-                    await setup_schema(conn, self._sql, self.display_url)
+                    await setup_schema(
+                        conn, self._sql, self.display_url, create=self._create_schema
+                    )
                 self._write_conn = await self._connect()
         except BaseException:
             await self.close()
@@ -412,7 +421,7 @@ class PostgresBackend(SnapshotMethods, Backend):
             await self._leases.acquire(self._pool, session_id, owner)
 
     async def writer_alive(self, session_id: str) -> bool:
-        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: ``writer`` and
+        """See :meth:`~eventlog.stores.LeaseReader.writer_alive`: ``writer`` and
         ``lease_until``, on the server's clock."""
         try:
             found = await self._pool.fetchrow(self._sql.lease_holder, session_id)

@@ -70,7 +70,7 @@ async def delete_snapshot(conn: Any, schema: str, session_id: str) -> None:
 
 
 class SnapshotMethods:
-    """The backend's :class:`~eventlog.stores.base.Snapshots` methods, for
+    """The backend's :class:`~eventlog.stores.Snapshots` methods, for
     :class:`~eventlog.stores.postgres.PostgresBackend` (which provides what is declared here)."""
 
     schema: str

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._codec import FORMAT_VERSION
-from ..._errors import UnsupportedFormatError
+from ..._errors import StoreNotFoundError, UnsupportedFormatError
 from .._base import ATTACHMENT_COLUMNS, SNAPSHOT_COLUMNS, TABLE_COLUMNS
 
 __all__ = ("Statements", "quote_ident", "setup_schema")
@@ -293,16 +293,24 @@ async def _check_tables(conn: Any, sql: Statements, store: str) -> bool:
     return True
 
 
-async def setup_schema(conn: Any, sql: Statements, store: str) -> None:
-    """Create the schema on first use, or check its format version; one host at a time.
+async def setup_schema(conn: Any, sql: Statements, store: str, *, create: bool = True) -> None:
+    """Create the schema on first use (unless not ``create``), or check its format version;
+    one host at a time.
 
     :raises UnsupportedFormatError: the stored format version is newer than this library's,
         or the schema holds another application's tables of eventlog's names (nothing is
         created then).
+    :raises StoreNotFoundError: the schema holds no eventlog tables and not ``create``.
     """
     async with conn.transaction():
         await conn.execute(sql.setup_lock)
         if not await _check_tables(conn, sql, store):
+            if not create:
+                raise StoreNotFoundError(
+                    f"postgresql store {store!r}: schema {sql.schema!r} holds no eventlog "
+                    "tables; nothing was created",
+                    hint="check the database and ?schema= of the URL",
+                )
             if not await conn.fetchval(
                 "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", sql.schema
             ):

@@ -385,7 +385,7 @@ class SQLiteBackend(Backend):
                 self._submit_writer(_ignore, reserve_wal, self.path)
 
     async def writer_alive(self, session_id: str) -> bool:
-        """See :meth:`~eventlog.stores.base.LeaseReader.writer_alive`: the ``host:pid:random``
+        """See :meth:`~eventlog.stores.LeaseReader.writer_alive`: the ``host:pid:random``
         token in ``sessions.writer``, whose lease lock or process is checked (`_liveness`)."""
         return writer_alive(self.path, self.table_prefix, session_id)
 
