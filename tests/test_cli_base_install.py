@@ -141,7 +141,7 @@ def test_a_command_needing_an_extra_says_which_in_one_line(
     for (args, extra), (code, out, err) in zip(NEEDS, found, strict=True):
         assert code == 2, (args, err)
         assert err.count("\n") == 1, (args, err)  # one line
-        assert f"needs the {extra} extra: pip install 'eventlog[{extra}]'" in err, (args, err)
+        assert f"needs the {extra} extra: pip install 'agent-eventlog[{extra}]'" in err, (args, err)
         assert out == "", args  # said before anything was printed
 
 

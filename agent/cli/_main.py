@@ -29,7 +29,7 @@ exit codes (one rule for every command; see docs/cli.md):
      with no live writer: sessions, audit, recover); in audit also a call that failed or
      whose outcome is unknown, a failed model attempt, a turn that failed or a crash cut
   2  usage or input error: bad arguments, bad store URL, missing session or file, a
-     missing extra (`pip install 'eventlog[cli]'` for tables; --json never needs it)
+     missing extra (`pip install 'agent-eventlog[cli]'` for tables; --json never needs it)
 With --json, an error is one JSON object on stderr: {"error": {"type", "message", "exit",
 "seq"}}. Stored text is printed as data: control characters appear as \\uXXXX escapes.
 store URL: --db, else $EVENTLOG_DB, else sqlite:///eventlog.db; a bare path means a SQLite file.
