@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
@@ -67,9 +68,16 @@ def create_app(
     """
     if isinstance(store, str):
         return _app_opening(store, types, allowed_hosts)
-    # The guard wraps the whole app, its error pages included (Starlette's last-resort 500
-    # is sent from inside the app it wraps).
-    return Starlette(routes=[Mount("/", app=HostGuard(_app_over(store), allowed_hosts))])
+    return _guarded(_app_over(store), allowed_hosts)
+
+
+def _guarded(app: Any, allowed_hosts: Iterable[str], lifespan: Any = None) -> Starlette:
+    """``app`` behind the guard, as the outermost middleware: every response passes it, the
+    ones the outer router sends itself included (a request target that is an absolute URI or
+    ``*`` matches no mount: 404; an empty path: a redirect). ``app`` is a Starlette of its own,
+    so its last-resort 500 is sent from inside the guard too."""
+    guard = Middleware(HostGuard, allowed_hosts=tuple(allowed_hosts))
+    return Starlette(routes=[Mount("/", app=app)], middleware=[guard], lifespan=lifespan)
 
 
 def _app_opening(url: str, types: EventTypes | None, allowed_hosts: Iterable[str]) -> Starlette:
@@ -84,8 +92,7 @@ def _app_opening(url: str, types: EventTypes | None, allowed_hosts: Iterable[str
     async def delegate(scope: Any, receive: Any, send: Any) -> None:
         await holder["app"](scope, receive, send)
 
-    guarded = HostGuard(delegate, allowed_hosts)
-    return Starlette(routes=[Mount("/", app=guarded)], lifespan=lifespan)
+    return _guarded(delegate, allowed_hosts, lifespan)
 
 
 def _app_over(store: LogStore) -> Starlette:
