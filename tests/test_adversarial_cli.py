@@ -14,10 +14,12 @@ import json
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agent.cli import main
 from eventlog import ValidationError, open_store
+from projections import messages
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -104,3 +106,79 @@ def test_a_read_command_never_writes_eventlog_tables_into_a_file(
         assert "holds no eventlog store" in err, (args, err)
         assert path.read_bytes() == before, args
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+def _dsh_log(text: str) -> bytes:
+    """A one-turn dsh log whose user message holds ``text``, written as a JS harness writes
+    JSON: every character but the quote, backslash and C0 controls raw."""
+    lines = [
+        {"type": "session", "version": 0, "id": "harness", "createdAt": 1000},
+        {"type": "turn/start", "data": {"turn": 1}},
+        {
+            "type": "user/message",
+            "surfaceOp": "append",
+            "data": {"role": "user", "id": "u1", "content": [{"type": "text", "text": text}]},
+        },
+        {"type": "turn/end", "data": {"turn": 1, "reason": "completed"}},
+    ]
+    return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
+
+
+def test_a_dsh_line_holding_a_unicode_line_separator_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # U+2028/U+2029, NEL and the C0 file/group/record separators are valid raw inside a JSON
+    # string; str.splitlines cut the line there and the whole log was refused as bad JSON.
+    text = "one\u2028two\u2029three\x85four\x1cfive\x1dsix\x1eseven"
+    log = tmp_path / "harness.jsonl"
+    log.write_bytes(_dsh_log(text))
+    db = tmp_path / "runs.db"
+    assert main(["--db", str(db), "import", "--from", "dsh", str(log)]) == 0
+    # Its summary counts in words a person reads: one event is "1 event"... (3 here)
+    out = capsys.readouterr().out
+    assert "harness: 3 events (3 core, 0 extension, 0 dsh/original) from 3 dsh events" in out
+    assert "0 chunk events folded (0 packed rows)" in out
+
+    # The stored message holds the text exactly.
+    async def stored() -> str:
+        async with open_store(f"sqlite:///{db}") as store:
+            session = await store.open("harness")
+            found = [m.text for m in messages(session)]
+            await session.aclose()
+        return found[0]
+
+    assert anyio.run(stored) == text
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_is_not_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An editor that saved the file added a UTF-8 BOM: both formats used to refuse line 1
+    # ("JSON is malformed: invalid character (byte 0)").
+    log = tmp_path / "harness.jsonl"
+    log.write_bytes(b"\xef\xbb\xbf" + _dsh_log("hello"))
+    db = tmp_path / "runs.db"
+    assert main(["--db", str(db), "import", "--from", "dsh", str(log)]) == 0
+    # The JSONL export of that session, with a BOM and CRLF line ends, imports under a new id.
+    exported = tmp_path / "export.jsonl"
+    assert main(["--db", str(db), "export", "harness", "-o", str(exported)]) == 0
+    exported.write_bytes(b"\xef\xbb\xbf" + exported.read_bytes().replace(b"\n", b"\r\n"))
+    capsys.readouterr()
+    assert main(["--db", str(db), "import", str(exported), "--as", "again"]) == 0
+    assert capsys.readouterr().out == "imported session again: 3 events\n"
+
+
+def test_a_cut_export_of_one_event_says_1_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A session line promising three events and one event line: "ends after 1 event".
+    log = tmp_path / "harness.jsonl"
+    log.write_bytes(_dsh_log("hello"))
+    db = tmp_path / "runs.db"
+    assert main(["--db", str(db), "import", "--from", "dsh", str(log)]) == 0
+    exported = tmp_path / "export.jsonl"
+    assert main(["--db", str(db), "export", "harness", "-o", str(exported)]) == 0
+    exported.write_bytes(b"".join(exported.read_bytes().splitlines(keepends=True)[:2]))
+    capsys.readouterr()
+    err = one_line_error(capsys, "--db", str(db), "import", str(exported), "--as", "cut")
+    assert "ends after 1 event, its header (line 1) promises 3" in err

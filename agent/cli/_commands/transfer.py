@@ -366,8 +366,8 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
         changed = len(report.refused) + len(report.departures)
         if changed:
             ctx.out.warn(
-                f"{report.file}: {changed} dsh event(s) not imported as themselves or changed "
-                "on the way in (listed in the report)"
+                f"{report.file}: {counted(changed, 'dsh event')} not imported as "
+                "themselves or changed on the way in (listed in the report)"
             )
     return _exit_for(any(not r.complete for r in reports), args)
 
@@ -398,7 +398,8 @@ async def _free_dsh_id(store: LogStore, name: str) -> str | None:
 
 def _first_line(name: str) -> bytes:
     with Path(name).open("rb") as file:  # one line of a local file: no need for a thread
-        return file.readline()
+        # Without the byte-order mark an editor may have put first (the importer drops it).
+        return file.readline().removeprefix(b"\xef\xbb\xbf")
 
 
 EXPORT = Command(
