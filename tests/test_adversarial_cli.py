@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import pty
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
 from agent.cli import main
-from eventlog import ValidationError, open_store
+from eventlog import (
+    APPEND,
+    Message,
+    TurnStart,
+    UserMessage,
+    ValidationError,
+    open_store,
+)
 from projections import messages
 
 
@@ -182,3 +193,57 @@ def test_a_cut_export_of_one_event_says_1_event(
     capsys.readouterr()
     err = one_line_error(capsys, "--db", str(db), "import", str(exported), "--as", "cut")
     assert "ends after 1 event, its header (line 1) promises 3" in err
+
+
+def _on_a_terminal(*args: str) -> tuple[int, str]:
+    """Run ``eventlog ARGS`` with stdout and stderr on a pseudo-terminal; its exit code and
+    everything the terminal received."""
+    main_fd, child_fd = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "eventlog", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=child_fd,
+            stderr=child_fd,
+        )
+        os.close(child_fd)
+        received = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            received += chunk
+        return child.wait(timeout=60), received.decode("utf-8", "replace")
+    finally:
+        os.close(main_fd)
+
+
+def test_export_never_writes_stored_bytes_to_a_terminal(tmp_path: Path) -> None:
+    # A session whose metadata and message hold what a terminal acts on (as raw JSON, the
+    # export keeps C1 controls and bidi overrides as they are: its hashes bind those bytes).
+    hostile = "\x1b]0;pwned\x07 \x9b2J \u202eevil"
+    db = tmp_path / "runs.db"
+
+    async def fill() -> None:
+        async with open_store(f"sqlite:///{db}") as store:
+            session = await store.create("hostile", metadata={"note": hostile})
+            session.append("turn/start", TurnStart(turn=1))
+            message = UserMessage(message=Message.user(hostile))
+            session.append("user/message", message, surface=APPEND)
+            await session.aclose()
+
+    anyio.run(fill)
+    # On a terminal, both formats refuse in one line, before writing anything stored.
+    for args in (("export", "hostile"), ("export", "hostile", "--format", "html")):
+        code, shown = _on_a_terminal("--db", str(db), *args)
+        assert code == 2, (args, shown)
+        assert "write it to a file (-o FILE) or a pipe" in shown, args
+        assert not set(shown) & set("\x1b\x07\x9b\u202e"), (args, shown)
+        assert "pwned" not in shown
+    # To a file, the bytes are exported as stored.
+    out = tmp_path / "hostile.jsonl"
+    assert main(["--db", str(db), "export", "hostile", "-o", str(out)]) == 0
+    assert "\u202eevil" in out.read_text()

@@ -137,7 +137,17 @@ async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
 
 @contextmanager
 def _target(path: str | None, ctx: Context) -> Iterator[_Writable]:
+    """Where an export goes: the file ``path``, else stdout unless it is a terminal.
+
+    :raises CliError: stdout is a terminal: the export carries the stored bytes as they are
+        (its hashes bind them), which a terminal could act on, so it goes to a file or a pipe.
+    """
     if path is None or path == "-":
+        if ctx.out.stdout.isatty():
+            raise CliError(
+                "export writes the stored bytes as they are, which a terminal could act on: "
+                "write it to a file (-o FILE) or a pipe"
+            )
         ctx.out.stdout.flush()
         stream = getattr(ctx.out.stdout, "buffer", None)
         if stream is None:  # a text-only stream (tests capturing stdout): encode ourselves
@@ -366,8 +376,8 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
         changed = len(report.refused) + len(report.departures)
         if changed:
             ctx.out.warn(
-                f"{report.file}: {counted(changed, 'dsh event')} not imported as "
-                "themselves or changed on the way in (listed in the report)"
+                f"{report.file}: {counted(changed, 'dsh event')} refused or changed on the "
+                "way in (listed in the report)"
             )
     return _exit_for(any(not r.complete for r in reports), args)
 
