@@ -15,6 +15,7 @@ from eventlog.stores import LogStore, SessionRecord
 
 from ..report import Loaded, load_session
 from ._errors import CliError
+from ._extras import optional
 from ._output import Output
 from ._registry import load_types
 
@@ -77,8 +78,11 @@ async def open_cli_store(
     never leaves an empty database behind a mistyped path, nor writes eventlog's tables into
     an empty file or another application's database).
 
-    :raises CliError: the file does not exist, or is a database without eventlog's tables.
+    :raises CliError: the file does not exist, or is a database without eventlog's tables; a
+        PostgreSQL URL without the ``postgres`` extra.
     """
+    if url.startswith(("postgresql://", "postgres://")):
+        optional("asyncpg", "postgres", "a postgresql:// store")
     path = sqlite_path(url)
     if path is not None and not create:
         if not path.exists():

@@ -46,6 +46,8 @@ def open_store(url: str, **options: Any) -> LogStore:
     (seconds a writer lease outlives its host, default 10), ``schema`` (default ``public``, or
     ``?schema=`` in the URL), ``pool_size``, ``connect_timeout`` and ``command_timeout``.
 
+    :raises ModuleNotFoundError: a ``postgresql://`` URL without the ``postgres`` extra
+        (asyncpg) installed.
     :raises ValidationError: the URL's scheme is not supported, or an option is unknown, of
         the wrong type or out of range (numbers: finite, not ``bool``; ``write_delay`` 0 to
         3600 s; byte counts and ``max_nesting`` at least 1).
@@ -115,8 +117,16 @@ def _backend_for(url: str, options: dict[str, Any]) -> Backend:
         _no_more(url, options)
         return SQLiteBackend(parse_sqlite_url(url), **known)
     if url.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresBackend
-
+        try:
+            from .postgres import PostgresBackend
+        except ModuleNotFoundError as exc:
+            if exc.name != "asyncpg":
+                raise
+            raise ModuleNotFoundError(
+                "a postgresql:// store needs asyncpg, which the postgres extra installs: "
+                "pip install 'agent-eventlog[postgres]'",
+                name="asyncpg",
+            ) from exc
         return PostgresBackend(url, **options)
     raise ValidationError(
         f"unsupported store URL {url!r}: use 'memory:', 'sqlite:///path.db' or "
