@@ -87,3 +87,23 @@ def test_a_json_run_reports_the_same_as_one_object(
     )
     assert result.returncode == 2
     assert result.stderr.startswith('{"error":') and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "reason"),
+    [
+        ("http://[::1", "Invalid IPv6 URL"),  # urlsplit raised out of the check: a traceback
+        ("http://127.0.0.1:99999/v1", "Port out of range"),
+        ("notaurl", "expected http://host:port/"),
+        ("ftp://127.0.0.1/x", "expected http://host:port/"),
+    ],
+)
+def test_a_malformed_endpoint_is_one_line_naming_it(
+    tmp_path_factory: pytest.TempPathFactory, endpoint: str, reason: str
+) -> None:
+    db = shared_runs_db(tmp_path_factory)
+    result = run_main("export", "balanced", "--format", "otlp", "--endpoint", endpoint, db=db)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    # Said as what it is (not a receiver nobody started), in one line.
+    assert result.stderr.startswith(f"eventlog: error: OTLP endpoint {endpoint!r} is not a URL")
+    assert reason in result.stderr and result.stderr.count("\n") == 1, result.stderr

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import TracerProvider as ApiTracerProvider
 
-from eventlog import EventLogError, Session
+from eventlog import EventLogError, Session, ValidationError
 
 from ..report import counted
 from ._mapping import SCHEMA_URL, SpanBuilder
@@ -70,17 +70,14 @@ def export_otlp(
     not accept is retried by the exporter within ``timeout``, and its log lines are collected
     into the error instead of printed.
 
+    :raises ValidationError: ``endpoint`` is not an ``http(s)://host[:port]/…`` URL.
     :raises EventLogError: the receiver cannot be reached or did not accept the spans (the
         message names the endpoint and the reason).
     """
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    url = (
-        endpoint
-        if endpoint.rstrip("/").endswith("/v1/traces")
-        else endpoint.rstrip("/") + "/v1/traces"
-    )
-    _reachable(session, url, min(timeout, _CONNECT_TIMEOUT))
+    url, host, port = _traces_url(endpoint)
+    _reachable(session, url, host, port, min(timeout, _CONNECT_TIMEOUT))
     spans = session_spans(session, include_content=include_content)
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
     with _collected_logs() as said:
@@ -103,24 +100,43 @@ def export_otlp(
 _CONNECT_TIMEOUT = 3.0
 
 
-def _reachable(session: Session, url: str, timeout: float) -> None:
-    """Connect once to the host and port of ``url``, so a dead endpoint fails at once instead
-    of after the exporter's retries.
+def _traces_url(endpoint: str) -> tuple[str, str, int]:
+    """The traces URL of ``endpoint``, its host and its port.
+
+    :raises ValidationError: it is not an ``http(s)://host[:port]/…`` URL.
+    """
+    url = (
+        endpoint
+        if endpoint.rstrip("/").endswith("/v1/traces")
+        else endpoint.rstrip("/") + "/v1/traces"
+    )
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = parts.hostname
+        if parts.scheme not in ("http", "https") or not host:
+            raise ValueError("expected http://host:port/…")
+    except ValueError as exc:  # an unclosed IPv6 bracket, a port out of range, no host
+        raise ValidationError(
+            f"OTLP endpoint {endpoint!r} is not a URL to send to: {exc}",
+            hint="pass --endpoint http://host:4318/v1/traces",
+        ) from None
+    return url, host, port
+
+
+def _reachable(session: Session, url: str, host: str, port: int, timeout: float) -> None:
+    """Connect once to ``host`` and ``port``, so a dead endpoint fails at once instead of
+    after the exporter's retries.
 
     :raises EventLogError: nothing accepts connections there.
     """
-    parts = urllib.parse.urlsplit(url)
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("expected http://host:port/…")
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             pass
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    except OSError as exc:
         raise EventLogError(
             f"session {session.id!r}: cannot reach the OTLP receiver at {url}: "
-            f"{reason or type(exc).__name__}",
+            f"{exc.strerror or exc or type(exc).__name__}",
             session_id=session.id,
             hint="start a receiver there (OTLP over HTTP, protobuf), or pass --endpoint",
         ) from None
