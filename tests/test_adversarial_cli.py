@@ -247,3 +247,30 @@ def test_export_never_writes_stored_bytes_to_a_terminal(tmp_path: Path) -> None:
     out = tmp_path / "hostile.jsonl"
     assert main(["--db", str(db), "export", "hostile", "-o", str(out)]) == 0
     assert "\u202eevil" in out.read_text()
+
+
+def test_show_refuses_a_range_the_log_does_not_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "runs.db"
+
+    async def fill() -> None:
+        async with open_store(f"sqlite:///{db}") as store:
+            session = await store.create("one")
+            session.append("turn/start", TurnStart(turn=1))
+            await session.aclose()
+            await (await store.create("empty")).aclose()
+
+    anyio.run(fill)
+    # As replay --at: a --from past the head names the seqs there are (it printed an empty
+    # table and exited 0, as if the events were not there).
+    err = one_line_error(capsys, "--db", str(db), "show", "one", "--from", "1")
+    assert "--from 1: session 'one' has events 0..0" in err
+    # --to before --from can match nothing: said, not shown as an empty log.
+    err = one_line_error(capsys, "--db", str(db), "show", "one", "--from", "1", "--to", "0")
+    assert "--to 0 is before --from 1" in err
+    # The defaults stay valid on every log, an empty one included.
+    for sid in ("one", "empty"):
+        assert main(["--db", str(db), "show", sid]) == 0
+        assert main(["--db", str(db), "show", sid, "--from", "0", "--to", "0"]) == 0
+    capsys.readouterr()
