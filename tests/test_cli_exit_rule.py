@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from .cli_fixtures import HeldOpen, copy_db, shared_runs_db, url_of
 from .cli_fixtures import run_main as cli  # in-process: the same main(), cheaper
-from .cli_fixtures import shared_runs_db, url_of
 
 #: An agent whose one tool announces it started, then hangs until the process is killed.
 CHILD = """
@@ -106,3 +106,30 @@ def test_a_finished_run_passes_every_gate(tmp_path_factory: pytest.TempPathFacto
     for command in ("audit", "recover", "verify"):
         assert cli(command, "balanced", db=db).returncode == 0, command
     assert json.loads(cli("audit", "balanced", "--json", db=db).stdout)["failed_turns"] == []
+
+
+def test_a_live_writers_started_call_is_in_progress_not_a_finding(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    # The crash-cut session (a call started in its open step, no outcome), held by a live
+    # writer: that call is the writer's work in progress.
+    db = copy_db(shared_runs_db(tmp_path_factory), tmp_path / "runs.db")
+    writer = HeldOpen(db, "crashed")
+    try:
+        live = cli("audit", "crashed", "--json", db=db)
+    finally:
+        writer.close()
+    document = json.loads(live.stdout)
+    assert document["state"] == "running"
+    # It used to be "outcome unknown", a finding: audit of a healthy live run exited 1.
+    fates = {c["call_id"]: c["outcome"] for c in document["calls"]}
+    assert fates == {
+        "call-1-1-0": "in progress",
+        "call-1-1-1": "completed",
+        "call-1-1-2": "not started",
+    }
+    assert live.returncode == 0, live.stderr
+    # Once the writer is gone, the same call's effect is unknown: a finding again.
+    dead = cli("audit", "crashed", "--json", db=db)
+    assert json.loads(dead.stdout)["calls"][0]["outcome"] == "outcome unknown"
+    assert dead.returncode == 1

@@ -24,6 +24,7 @@ __all__ = (
     "call_row",
     "failed_attempts",
     "failed_turns",
+    "live_step",
     "result_fate",
     "session_state",
 )
@@ -31,8 +32,9 @@ __all__ = (
 #: ``completed`` (a normal result), ``error`` (the tool failed: it raised, was unknown, got
 #: invalid arguments or returned its own error code), ``not started`` (the body never ran),
 #: ``outcome unknown`` (the body may have run; nobody knows its effect), ``recovered`` (its
-#: logged outcome answered it after a crash).
-Fate = Literal["completed", "error", "not started", "outcome unknown", "recovered"]
+#: logged outcome answered it after a crash), ``in progress`` (started in the open step of a
+#: session a live writer holds: work in progress, not a finding).
+Fate = Literal["completed", "error", "not started", "outcome unknown", "recovered", "in progress"]
 #: Fates that are findings: ``audit`` exits 1 when a call has one. ``outcome unknown`` is one:
 #: the call may have had its effect and nobody knows (a crash cut it; a person must look).
 #: ``not started`` is not: the body never ran (a cancel, or a crash, which the turn's
@@ -60,19 +62,31 @@ def call_error(session: Session, call: ToolCallState) -> dict[str, str] | None:
     return None if error is None else {"code": error.code, "name": error.name}
 
 
-def call_fate(session: Session, call: ToolCallState) -> Fate:
+def call_fate(session: Session, call: ToolCallState, *, live: bool = False) -> Fate:
     """What is known about a call's effect.
 
     Answered calls are classed by their ``tool/result``: the error codes recovery (or a cancel)
     writes, any other error code (``error``), a result written by recovery from a logged
     ``tool/outcome`` (``recovered``), or a normal result (``completed``). Unanswered calls are
-    classed the way repair would class them.
+    classed the way repair would class them, except a started one in a live writer's open
+    step (``live``): that one is ``in progress``.
     """
     if call.result is not None:
         return result_fate(session.events()[call.result].data)
     if call.outcome is not None:
         return "completed"
-    return "outcome unknown" if call.call is not None else "not started"
+    if call.call is None:
+        return "not started"
+    return "in progress" if live else "outcome unknown"
+
+
+def live_step(session: Session, running: bool) -> tuple[int, int] | None:
+    """``(turn, step)`` of the step a live writer has open (``running``), else ``None``: its
+    unanswered calls are work in progress (:func:`call_fate`'s ``live``)."""
+    line = timeline(session)
+    if not running or line.turn is None or line.step is None:
+        return None
+    return (line.turn.number, line.step.number)
 
 
 def result_fate(result: ToolResult) -> Fate:
@@ -104,8 +118,11 @@ def call_arguments(session: Session, call: ToolCallState) -> str:
     return ""
 
 
-def call_row(session: Session, call: ToolCallState) -> dict[str, Any]:
-    """One call as JSON builtins: where, what, state, fate, error and the proving seqs."""
+def call_row(
+    session: Session, call: ToolCallState, live: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """One call as JSON builtins: where, what, state, fate, error and the proving seqs;
+    ``live`` is :func:`live_step`'s ``(turn, step)``."""
     return {
         "turn": call.turn,
         "step": call.step,
@@ -113,7 +130,7 @@ def call_row(session: Session, call: ToolCallState) -> dict[str, Any]:
         "name": call.name,
         "arguments": call_arguments(session, call),
         "state": call.status,
-        "outcome": call_fate(session, call),
+        "outcome": call_fate(session, call, live=(call.turn, call.step) == live),
         "error": call_error(session, call),
         "seqs": {
             "proposed": call.proposed,

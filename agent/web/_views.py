@@ -21,6 +21,7 @@ from ..report import (
     describe_session,
     event_summary,
     failed_attempts,
+    live_step,
     load_session,
     message_text,
     run_spans,
@@ -43,6 +44,7 @@ FATES = (
     ("error", "error (with its code)"),
     ("not started", "not started"),
     ("outcome unknown", "outcome unknown (may have run)"),
+    ("in progress", "in progress (a live writer is running it)"),
     ("recovered", "recovered from its logged outcome"),
     ("interrupted", "interrupted turn (closed by recovery)"),
     ("aborted", "turn stopped early (cancelled, blocked, max tokens)"),
@@ -190,7 +192,8 @@ async def session_view(
     spans = run_spans(session)
     window = _window(spans, first_turn, per_page)
     shown = window["turns"]
-    calls = [call_row(session, c) for c in timeline(session).calls() if c.turn in shown]
+    live = live_step(session, running)
+    calls = [call_row(session, c, live) for c in timeline(session).calls() if c.turn in shown]
     for call in calls:
         call["css"] = fate_class(call["outcome"])
     return {

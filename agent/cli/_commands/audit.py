@@ -18,6 +18,7 @@ from ...report import (
     failed_attempts,
     failed_turns,
     fault_json,
+    live_step,
     session_state,
     unknown_json,
 )
@@ -34,6 +35,7 @@ _OUTCOME_STYLE = {
     "not started": "yellow",
     "error": "magenta",
     "outcome unknown": "red",
+    "in progress": "blue",
 }
 
 
@@ -58,7 +60,9 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         running = await writer_alive(store, loaded.session.id)
     session = loaded.session
     line = timeline(session)
-    calls = [call_row(session, call) for call in line.calls()]
+    # A live writer's open step is work in progress: its started calls are not findings.
+    live = live_step(session, running)
+    calls = [call_row(session, call, live) for call in line.calls()]
     attempts = failed_attempts(session)
     turns = failed_turns(session)
     findings = _findings(scan(session))
