@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -33,10 +31,6 @@ __all__ = (
 #: The store used when neither ``--db`` nor ``EVENTLOG_DB`` names one.
 DEFAULT_URL = "sqlite:///eventlog.db"
 _SCHEMES = ("memory:", "sqlite:", "postgresql://", "postgres://")
-#: The tables every eventlog SQLite store has (the command uses no table prefix): when one of
-#: them is there, the store itself judges the file (another application's table of that name
-#: is refused by it, naming the table).
-_STORE_TABLES = frozenset({"meta", "sessions", "events"})
 
 
 @dataclass(frozen=True)
@@ -87,29 +81,15 @@ async def open_cli_store(
     if path is not None and not create:
         if not path.exists():
             raise CliError(f"no database at {str(path)!r} (store URL {url!r})")
-        if _holds_a_store(path) is False:
+        from eventlog.stores.sqlite import holds_store
+
+        if holds_store(path) is False:
             raise CliError(
                 f"{str(path)!r} holds no eventlog store (store URL {url!r}); nothing was "
                 "read or written"
             )
     async with open_store(url, types=load_types() if types is None else types) as store:
         yield store
-
-
-def _holds_a_store(path: Path) -> bool | None:
-    """Whether the SQLite file at ``path`` holds a table of eventlog's; ``None`` when that
-    cannot be told (not a database, locked, a directory): the store then says what is wrong.
-    Only ``sqlite_master`` is read, so the file is left as it is."""
-    try:
-        if path.is_file() and path.stat().st_size == 0:
-            return False  # an empty file is an empty database: SQLite would make it one
-        with contextlib.closing(sqlite3.connect(path, timeout=0)) as connection:
-            rows = connection.execute(
-                "SELECT lower(name) FROM sqlite_master WHERE type = 'table'"
-            ).fetchall()
-    except (sqlite3.Error, OSError):
-        return None
-    return not _STORE_TABLES.isdisjoint(name for (name,) in rows)
 
 
 async def stored_record(store: LogStore, session_id: str) -> SessionRecord:

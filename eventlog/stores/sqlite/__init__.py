@@ -5,5 +5,6 @@ thread) lives in this package's private modules. See docs/stores.md.
 """
 
 from ._backend import SQLITE_OPTIONS, SQLiteBackend, parse_sqlite_url
+from ._peek import holds_store
 
-__all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
+__all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "holds_store", "parse_sqlite_url")
