@@ -35,7 +35,10 @@ from projections import messages
 
 def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     """Run ``eventlog ARGS`` in this process; assert exit 2 and one error line; return it."""
-    code = main(list(args))
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's usage errors end the parse this way
+        code = exc.code
     captured = capsys.readouterr()
     assert code == 2, (args, captured)
     assert captured.err.count("\n") == 1, (args, captured.err)
@@ -274,3 +277,16 @@ def test_show_refuses_a_range_the_log_does_not_have(
         assert main(["--db", str(db), "show", sid]) == 0
         assert main(["--db", str(db), "show", sid, "--from", "0", "--to", "0"]) == 0
     capsys.readouterr()
+
+
+def test_an_unknown_option_points_at_its_commands_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The top parser reports what no parser took: the help to read is the command's own
+    # (it said `eventlog --help`, which does not list `sessions`' options).
+    err = one_line_error(capsys, "--db", "memory:", "sessions", "--state", "running")
+    assert err.endswith(
+        "unrecognized arguments: --state running (see `eventlog sessions --help`)\n"
+    )
+    err = one_line_error(capsys, "--db", "memory:", "show", "s1", "--nope", "--json")
+    assert "(see `eventlog show --help`)" in err

@@ -42,9 +42,15 @@ class _Parser(argparse.ArgumentParser):
     #: Set by :func:`main` when ``--json`` is on the command line (argparse fails before the
     #: parsed options exist, so the usage error is told how to speak).
     json_errors = False
+    #: The command named on the command line, set by :func:`main`: the top parser reports the
+    #: arguments no parser took, and the help to see is that command's.
+    command: str | None = None
 
     def error(self, message: str) -> NoReturn:
-        text = f"{one_line(message)} (see `{self.prog} --help`)"
+        prog = self.prog
+        if _Parser.command is not None and prog == "eventlog":
+            prog = f"eventlog {_Parser.command}"
+        text = f"{one_line(message)} (see `{prog} --help`)"
         _fail(text, "UsageError", EXIT_USAGE, json_mode=_Parser.json_errors)
         raise SystemExit(EXIT_USAGE)
 
@@ -103,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
     _Parser.json_errors = "--json" in words
+    names = {command.name for command in COMMANDS}
+    _Parser.command = next((word for word in words if word in names), None)
     args = build_parser().parse_args(words)
     json_mode = getattr(args, "json", False)
     out = Output(json_mode=json_mode, command=args.command)
