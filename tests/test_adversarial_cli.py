@@ -35,6 +35,7 @@ from projections import messages
 
 def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     """Run ``eventlog ARGS`` in this process; assert exit 2 and one error line; return it."""
+    code: int | str | None
     try:
         code = main(list(args))
     except SystemExit as exc:  # argparse's usage errors end the parse this way
