@@ -291,3 +291,12 @@ def test_an_unknown_option_points_at_its_commands_help(
     )
     err = one_line_error(capsys, "--db", "memory:", "show", "s1", "--nope", "--json")
     assert "(see `eventlog show --help`)" in err
+
+
+def test_dsh_import_from_stdin_says_it_takes_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `-` is stdin for exports; for dsh it was looked up as a file named "-".
+    err = one_line_error(capsys, "--db", str(tmp_path / "x.db"), "import", "--from", "dsh", "-")
+    assert "--from dsh imports files; '-' (stdin) is read for exports only" in err
+    assert list(tmp_path.iterdir()) == []

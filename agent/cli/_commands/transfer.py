@@ -175,7 +175,9 @@ class _TextBytes:
 
 
 def _configure_import(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="files to import (- for stdin)")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="files to import (- for stdin: exports only)"
+    )
     parser.add_argument(
         "--from",
         dest="source",
@@ -350,6 +352,8 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
     reports: list[ImportReport] = []
     if args.as_id is not None and len(args.files) != 1:
         raise CliError(f"--as names one session; {len(args.files)} files were given")
+    if "-" in args.files:  # a dsh log is named in its session's metadata: it is a file
+        raise CliError("--from dsh imports files; '-' (stdin) is read for exports only")
     # Every file is read and checked before the store is opened: a malformed line in any of
     # them imports nothing and leaves the database files as they were.
     for name in args.files:
