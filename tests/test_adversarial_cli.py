@@ -32,6 +32,8 @@ from eventlog import (
 )
 from projections import messages
 
+from .pg_children.server import fresh_schema, raw_connection, store_url
+
 
 def one_line_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     """Run ``eventlog ARGS`` in this process; assert exit 2 and one error line; return it."""
@@ -300,3 +302,34 @@ def test_dsh_import_from_stdin_says_it_takes_files(
     err = one_line_error(capsys, "--db", str(tmp_path / "x.db"), "import", "--from", "dsh", "-")
     assert "--from dsh imports files; '-' (stdin) is read for exports only" in err
     assert list(tmp_path.iterdir()) == []
+
+
+async def _schema_exists(schema: str) -> bool:
+    conn = await raw_connection()
+    try:
+        found: bool = await conn.fetchval(
+            "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", schema
+        )
+    finally:
+        await conn.close()
+    return found
+
+
+@pytest.mark.postgres
+def test_a_read_command_never_creates_a_postgresql_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with fresh_schema() as schema:
+        url = store_url(schema)
+        # A schema nobody made (a typo in ?schema=): every read command refuses in one line;
+        # they used to create the schema and eventlog's tables in it, and list nothing.
+        for args in READ_COMMANDS:
+            err = one_line_error(capsys, "--db", url, *args)
+            assert f"PostgreSQL schema {schema!r} holds no eventlog store" in err, (args, err)
+        assert anyio.run(_schema_exists, schema) is False
+        # import creates the store; then the read commands read it.
+        exported = tmp_path / "one.jsonl"
+        exported.write_bytes(_dsh_log("hello"))
+        assert main(["--db", url, "import", "--from", "dsh", str(exported), "--as", "s1"]) == 0
+        assert main(["--db", url, "show", "s1"]) == 0
+        capsys.readouterr()

@@ -68,15 +68,25 @@ async def open_cli_store(
     url: str, *, create: bool = False, types: EventTypes | None = None
 ) -> AsyncIterator[LogStore]:
     """Open the store at ``url`` reading with ``types`` (default: :func:`load_types`); unless
-    ``create``, a SQLite file must already exist and hold eventlog's tables (a read command
-    never leaves an empty database behind a mistyped path, nor writes eventlog's tables into
-    an empty file or another application's database).
+    ``create``, a SQLite file must already exist and hold eventlog's tables, and so must a
+    PostgreSQL schema (a read command never leaves an empty database behind a mistyped path
+    or schema, nor writes eventlog's tables into an empty file or another application's
+    database).
 
     :raises CliError: the file does not exist, or is a database without eventlog's tables; a
-        PostgreSQL URL without the ``postgres`` extra.
+        PostgreSQL schema without them; a PostgreSQL URL without the ``postgres`` extra.
     """
     if url.startswith(("postgresql://", "postgres://")):
         optional("asyncpg", "postgres", "a postgresql:// store")
+        if not create:
+            from eventlog.stores.postgres import holds_store as schema_holds_store
+
+            holds, schema = await schema_holds_store(url)
+            if holds is False:
+                raise CliError(
+                    f"PostgreSQL schema {schema!r} holds no eventlog store (no eventlog "
+                    "table); nothing was read or written"
+                )
     path = sqlite_path(url)
     if path is not None and not create:
         if not path.exists():
