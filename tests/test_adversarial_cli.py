@@ -19,11 +19,13 @@ import sys
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from agent.cli import main
 from eventlog import (
     APPEND,
+    EventTypes,
     Message,
     TurnStart,
     UserMessage,
@@ -333,3 +335,54 @@ def test_a_read_command_never_creates_a_postgresql_schema(
         assert main(["--db", url, "import", "--from", "dsh", str(exported), "--as", "s1"]) == 0
         assert main(["--db", url, "show", "s1"]) == 0
         capsys.readouterr()
+
+
+class _Plain(msgspec.Struct, frozen=True, kw_only=True):
+    text: str
+
+
+class _Refusing(msgspec.Struct, frozen=True, kw_only=True):
+    """An app's payload type whose own check raises something no one expects."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        raise RuntimeError("the app's type refuses to load")
+
+
+def refusing_types() -> EventTypes:
+    """``--types`` target: ``app/x`` read as :class:`_Refusing`."""
+    types = EventTypes()
+    types.register("app/x", _Refusing, ignorable=True)
+    return types
+
+
+def test_an_unexpected_exception_is_one_line_unless_asked_for_its_traceback(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "runs.db"
+
+    async def fill() -> None:
+        types = EventTypes()
+        types.register("app/x", _Plain, ignorable=True)
+        async with open_store(f"sqlite:///{db}", types=types) as store:
+            session = await store.create("s1")
+            session.append("app/x", _Plain(text="x"))
+            await session.aclose()
+
+    anyio.run(fill)
+    spec = f"{__name__}:refusing_types"
+    env = {k: v for k, v in os.environ.items() if k != "EVENTLOG_TRACEBACK"}
+    command = [sys.executable, "-m", "eventlog", "--db", str(db), "--types", spec, "show", "s1"]
+    # The app's payload raises RuntimeError on read: one line naming it (a traceback before).
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "eventlog: error: unexpected error: RuntimeError: the app's type refuses to load "
+        "(run again with EVENTLOG_TRACEBACK=1 to see where it was raised)\n"
+    )
+    # Asked for, the traceback shows where (the test suite runs every command this way).
+    env["EVENTLOG_TRACEBACK"] = "1"
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 1 and "Traceback" in done.stderr
+    assert "__post_init__" in done.stderr

@@ -20,7 +20,13 @@ from ._output import Output
 from ._registry import load_types
 from ._safe import SafeStream
 
-__all__ = ("build_parser", "main")
+__all__ = ("TRACEBACK_VARIABLE", "build_parser", "main")
+
+#: Set (to anything) in the environment, an unexpected exception (a bug, or an app's own code
+#: raising, such as a ``--types`` payload's ``__post_init__``) ends the command with its
+#: traceback instead of one line (the test suite sets it: a bug must show itself there, not
+#: pass for a refusal).
+TRACEBACK_VARIABLE = "EVENTLOG_TRACEBACK"
 
 _EPILOG = """\
 exit codes (one rule for every command; see docs/cli.md):
@@ -132,6 +138,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         text = f"{exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else "")
         _fail(text, type(exc).__name__, EXIT_USAGE, json_mode=json_mode)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug of ours: still one line, and a way to see it whole
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        text = (
+            f"unexpected error: {type(exc).__name__}: {exc} (run again with "
+            f"{TRACEBACK_VARIABLE}=1 to see where it was raised)"
+        )
+        _fail(text, "UnexpectedError", EXIT_USAGE, json_mode=json_mode)
         return EXIT_USAGE
     return code
 
