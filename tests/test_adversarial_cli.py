@@ -386,3 +386,54 @@ def test_an_unexpected_exception_is_one_line_unless_asked_for_its_traceback(
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 1 and "Traceback" in done.stderr
     assert "__post_init__" in done.stderr
+
+
+async def _tables_of(schema: str) -> list[str]:
+    conn = await raw_connection()
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
+        )
+    finally:
+        await conn.close()
+    return sorted(row[0] for row in rows)
+
+
+@pytest.mark.postgres
+def test_a_refused_import_leaves_postgresql_as_it_found_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An export whose second event's hash was changed: refused once the store is open.
+    log = tmp_path / "harness.jsonl"
+    log.write_bytes(_dsh_log("hello"))
+    source = tmp_path / "source.db"
+    assert main(["--db", str(source), "import", "--from", "dsh", str(log), "--as", "s1"]) == 0
+    exported = tmp_path / "export.jsonl"
+    assert main(["--db", str(source), "export", "s1", "-o", str(exported)]) == 0
+    lines = exported.read_bytes().splitlines(keepends=True)
+    event = json.loads(lines[2])
+    event["hash"] = "ab" * 32
+    exported.write_bytes(b"".join([*lines[:2], json.dumps(event).encode() + b"\n", *lines[3:]]))
+    capsys.readouterr()
+    with fresh_schema() as schema:
+        # A schema that does not exist: the refusal used to leave it made, with the tables.
+        err = one_line_error(capsys, "--db", store_url(schema), "import", str(exported))
+        assert "refusing to import" in err
+        assert anyio.run(_schema_exists, schema) is False
+    with fresh_schema() as schema:
+        # Another application's schema: only its own table is left.
+        async def foreign() -> None:
+            conn = await raw_connection()
+            try:
+                await conn.execute(f'CREATE SCHEMA "{schema}"')
+                await conn.execute(f'CREATE TABLE "{schema}".users (id int)')
+            finally:
+                await conn.close()
+
+        anyio.run(foreign)
+        one_line_error(capsys, "--db", store_url(schema), "import", str(exported))
+        assert anyio.run(_tables_of, schema) == ["users"]
+        # An import that succeeds keeps the store it made.
+        assert main(["--db", store_url(schema), "import", "--from", "dsh", str(log)]) == 0
+        assert anyio.run(_tables_of, schema) == ["events", "meta", "sessions", "users"]
+    capsys.readouterr()

@@ -81,10 +81,10 @@ async def open_cli_store(
         if not create:
             from eventlog.stores.postgres import holds_store as schema_holds_store
 
-            holds, schema = await schema_holds_store(url)
-            if holds is False:
+            found = await schema_holds_store(url)
+            if found is not None and not found.holds_store:
                 raise CliError(
-                    f"PostgreSQL schema {schema!r} holds no eventlog store (no eventlog "
+                    f"PostgreSQL schema {found.schema!r} holds no eventlog store (no eventlog "
                     "table); nothing was read or written"
                 )
     path = sqlite_path(url)

@@ -203,10 +203,12 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
 
 async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
     """Import; a database file this import created (or found empty) is removed again (left
-    empty) when it fails, so a failed import leaves the files as they were."""
+    empty) when it fails, and the PostgreSQL tables (and schema) it created are dropped, so a
+    failed import leaves the database as it was."""
     path = sqlite_path(ctx.url)
     fresh = path is not None and not path.exists()
     empty = path is not None and path.is_file() and path.stat().st_size == 0
+    schema = await _postgres_schema(ctx.url)
     try:
         if args.source == "dsh":
             return await _import_dsh(args, ctx)
@@ -216,7 +218,23 @@ async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
             _remove_database(path)
             if empty:
                 path.touch()
+        if schema is not None and not schema.holds_store:
+            from eventlog.stores.postgres import drop_created
+
+            with anyio.CancelScope(shield=True):
+                await drop_created(ctx.url, schema)
         raise
+
+
+async def _postgres_schema(url: str) -> Any:
+    """What the PostgreSQL schema of ``url`` holds before the import (``None``: not a
+    PostgreSQL URL, or it cannot be told)."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        return None
+    optional("asyncpg", "postgres", "a postgresql:// store")
+    from eventlog.stores.postgres import holds_store
+
+    return await holds_store(url)
 
 
 def _remove_database(path: Path) -> None:
