@@ -399,11 +399,9 @@ async def _tables_of(schema: str) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
-@pytest.mark.postgres
-def test_a_refused_import_leaves_postgresql_as_it_found_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # An export whose second event's hash was changed: refused once the store is open.
+def _refused_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """An export whose second event's hash was changed: refused once the store is open (also
+    writes ``harness.jsonl``, a dsh log that imports)."""
     log = tmp_path / "harness.jsonl"
     log.write_bytes(_dsh_log("hello"))
     source = tmp_path / "source.db"
@@ -415,6 +413,30 @@ def test_a_refused_import_leaves_postgresql_as_it_found_it(
     event["hash"] = "ab" * 32
     exported.write_bytes(b"".join([*lines[:2], json.dumps(event).encode() + b"\n", *lines[3:]]))
     capsys.readouterr()
+    return exported
+
+
+def test_a_refused_import_leaves_another_applications_sqlite_database_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = _refused_export(tmp_path, capsys)
+    path = tmp_path / "app.db"
+    _foreign_database(path)
+    # Refused: eventlog's tables, made when its store opened, used to stay in the file.
+    err = one_line_error(capsys, "--db", str(path), "import", str(exported))
+    assert "refusing to import" in err
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        names = [n for (n,) in connection.execute("SELECT name FROM sqlite_master")]
+        users = connection.execute("SELECT name FROM users").fetchall()
+    assert (names, users) == (["users"], [("ada",)])
+
+
+@pytest.mark.postgres
+def test_a_refused_import_leaves_postgresql_as_it_found_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = _refused_export(tmp_path, capsys)
+    log = tmp_path / "harness.jsonl"
     with fresh_schema() as schema:
         # A schema that does not exist: the refusal used to leave it made, with the tables.
         err = one_line_error(capsys, "--db", store_url(schema), "import", str(exported))

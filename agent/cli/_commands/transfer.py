@@ -208,6 +208,7 @@ async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
     path = sqlite_path(ctx.url)
     fresh = path is not None and not path.exists()
     empty = path is not None and path.is_file() and path.stat().st_size == 0
+    tables = _sqlite_tables(path)
     schema = await _postgres_schema(ctx.url)
     try:
         if args.source == "dsh":
@@ -218,12 +219,27 @@ async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
             _remove_database(path)
             if empty:
                 path.touch()
+        elif path is not None and tables is not None and not tables:
+            # Another application's database: the tables this import's store made go again.
+            from eventlog.stores.sqlite import drop_created as drop_sqlite_tables
+
+            drop_sqlite_tables(path, tables)
         if schema is not None and not schema.holds_store:
             from eventlog.stores.postgres import drop_created
 
             with anyio.CancelScope(shield=True):
                 await drop_created(ctx.url, schema)
         raise
+
+
+def _sqlite_tables(path: Path | None) -> frozenset[str] | None:
+    """Which of eventlog's tables the SQLite file holds before the import (``None``: not a
+    SQLite store, or it cannot be told)."""
+    if path is None:
+        return None
+    from eventlog.stores.sqlite import store_tables
+
+    return store_tables(path)
 
 
 async def _postgres_schema(url: str) -> Any:
