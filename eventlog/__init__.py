@@ -44,6 +44,7 @@ from ._prefix import PrefixView
 from ._registry import EventTypes
 from ._session import EventsView, Session
 from ._snapshot_state import SnapshotState, register_snapshot_state
+from ._staging import check_payload
 from ._strict import DEFAULT_MAX_NESTING, find_invalid
 from ._surface import SurfaceIndex, fold_surface
 from ._vocabulary import (
@@ -141,6 +142,7 @@ __all__ = (
     "UserMessage",
     "ValidationError",
     "attachment_digest",
+    "check_payload",
     "fold_surface",
     "find_invalid",
     "new_id",

@@ -21,12 +21,8 @@ chain is its own, and it points to its parent through ``parent_id``, ``fork_seq`
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
-from datetime import time as dtime
-from decimal import Decimal
 from hashlib import blake2b as _blake2b
 from typing import Any
-from uuid import UUID
 
 import msgspec
 
@@ -38,9 +34,12 @@ from ._strict import (
     DEFAULT_MAX_NESTING,
     INT64_MAX,
     INT64_MIN,
+    KEPT,
     _children,
     find_invalid,
+    insist_reads_back,
     on_fresh_stack,
+    refusal,
 )
 from ._versions import mark_version, split_version
 
@@ -102,8 +101,10 @@ def encode_payload(
 
     ``data`` is an instance of the payload class or a dict of its fields; both are held to the
     same rules: the value must read back from its bytes exactly as given (no ``bytes``,
-    ``UUID``, ``datetime`` or ``Decimal`` where the schema declares ``str``; see
-    :mod:`eventlog._strict` for the whole list).
+    ``UUID``, ``datetime`` or ``Decimal`` where the schema declares ``str``, no field the type
+    does not have in a dict; see :mod:`eventlog._strict` for the whole list). A list and a tuple
+    are the same JSON array: either is accepted where the schema declares the other, and the
+    payload returned holds the declared one.
 
     Returns a fresh, validated payload instance (decoded from the bytes, so the caller's object
     is never shared) and the stored bytes: the JSON, marked with the type's version when it is
@@ -111,16 +112,15 @@ def encode_payload(
 
     :raises ValidationError: wrong payload class, a field of the wrong type, NaN or infinity,
         an integer beyond 64 bits, a lone surrogate, nesting deeper than ``max_nesting``;
-        the message names the path.
+        the message says what was expected, what was given and where, in msgspec's words
+        (``Expected `int`, got `str` - at `$.turn```).
     """
     if type(data) is not info.payload:
         if isinstance(data, msgspec.Struct) or not isinstance(data, dict):
             also = "" if isinstance(data, msgspec.Struct) else " or a dict of its fields"
+            given = f"`{type(data).__name__}`"
             raise _invalid(
-                info,
-                session_id,
-                seq,
-                f"expected payload {info.payload.__name__}{also}, got {type(data).__name__}",
+                info, session_id, seq, refusal(f"`{info.payload.__name__}`{also}", given, "$")
             )
     try:
         bounded = info.fast_depth <= max_nesting
@@ -151,9 +151,9 @@ def encode_payload(
             except (msgspec.MsgspecError, TypeError, ValueError, OverflowError, RecursionError):
                 pass  # the walk below explains it (or a deep caller stack: it passes)
         # Explain (or, for a schema with bytes, datetimes ..., check) with the slower walk.
-        why = find_invalid(data, max_nesting=max_nesting, json_only=info.json_only)
-        if why is not None:
-            raise _invalid(info, session_id, seq, why)
+        invalid = find_invalid(data, max_nesting=max_nesting, json_only=info.json_only)
+        if invalid is not None:
+            raise _invalid(info, session_id, seq, invalid)
         try:
             return _encode_checked(info, data)
         except RecursionError:
@@ -198,8 +198,6 @@ def _only_bytes_beyond_json(schema: msgspec.inspect.Type, seen: set[int]) -> boo
     return all(_only_bytes_beyond_json(child, seen) for child in _children(schema))
 
 
-#: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
-_KEPT = (bytes, bytearray, memoryview, datetime, date, dtime, timedelta, UUID, Decimal)
 #: 19 digits in a row in the JSON bytes: an integer that may not fit 64 bits (floats are
 #: written with at most 17 significant digits); a string with that many digits is checked too.
 _DIGITS_AS_NINE = bytes.maketrans(b"0123456789", b"9999999999")
@@ -209,17 +207,21 @@ _NINETEEN_DIGITS = b"9" * 19
 def _encode_checked(info: TypeInfo, data: Any) -> tuple[Any, bytes]:
     if info.json_only:
         # Every leaf is a JSON value (checked): decoding the bytes is the strict check, the
-        # same for an instance and a dict.
+        # same for an instance and a dict; a dict must also name only fields the type has
+        # (decoding drops the others silently: a misspelt field would be lost).
         raw = _encoder.encode(data)
-        return info.decoder.decode(raw), mark_version(raw, info.version)
+        payload = info.decoder.decode(raw)
+        if type(data) is dict:
+            insist_reads_back(data, payload)
+        return payload, mark_version(raw, info.version)
     # A schema with bytes, datetimes, ...: convert strictly from builtins, so an instance is
-    # held to exactly what a dict is, then insist the result reads back as given.
-    given = msgspec.to_builtins(data, builtin_types=_KEPT)
+    # held to exactly what a dict is, then insist the result reads back as given (a list
+    # where a tuple is declared is the same JSON: it reads back as the tuple).
+    given = msgspec.to_builtins(data, builtin_types=KEPT)
     built = msgspec.convert(given, info.payload)
     raw = _encoder.encode(built)
     payload = info.decoder.decode(raw)
-    if msgspec.to_builtins(payload, builtin_types=_KEPT) != given:
-        raise ValueError("the payload does not read back from JSON as given")
+    insist_reads_back(given, payload)
     return payload, mark_version(raw, info.version)
 
 

@@ -6,6 +6,7 @@ import re
 import uuid
 
 from ._errors import ValidationError
+from ._strict import shown
 
 __all__ = ("new_session_id", "validate_session_id")
 
@@ -22,7 +23,7 @@ def validate_session_id(session_id: object) -> str:
     """
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise ValidationError(
-            f"session id {session_id!r} is not valid: use 1-128 letters, digits or '._:@-', "
+            f"session id {shown(session_id)} is not valid: use 1-128 letters, digits or '._:@-', "
             "starting with a letter or digit",
             hint="ids are never paths; pick a plain identifier",
         )

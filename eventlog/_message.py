@@ -1,6 +1,7 @@
 """The provider-neutral message model carried by surface events.
 
-A :class:`Message` has a role and a tuple of parts. A ``tool`` message carries exactly one
+A :class:`Message` has a role and a tuple of parts (a list given where a tuple is declared is
+the same JSON: ``append`` commits it as the tuple). A ``tool`` message carries exactly one
 :class:`ToolResultPart`, whose content is a string or a sequence of text, image and file parts.
 An :class:`ImagePart` or :class:`FilePart` holds its bytes inline, a URL, or a reference to an
 attachment stored once in the store (``"sha256:<hex>"``, see :func:`attachment_digest`).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
@@ -219,7 +221,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         cls,
         text: str = "",
         *,
-        tool_calls: tuple[ToolCallPart, ...] = (),
+        tool_calls: Sequence[ToolCallPart] = (),
         reasoning: str = "",
         id: str | None = None,
     ) -> Message:
@@ -241,17 +243,19 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     def tool_result(
         cls,
         call_id: str,
-        content: str | tuple[ResultPart, ...],
+        content: str | Sequence[ResultPart],
         *,
         is_error: bool = False,
         id: str | None = None,
         source: SourceKind = "tool",
     ) -> Message:
-        """A tool message answering ``call_id``."""
+        """A tool message answering ``call_id``; ``content`` parts in a list are kept as the
+        declared tuple."""
+        parts = content if isinstance(content, str) else tuple(content)
         return cls(
             id=id or new_id(),
             role="tool",
-            content=(ToolResultPart(call_id=call_id, content=content, is_error=is_error),),
+            content=(ToolResultPart(call_id=call_id, content=parts, is_error=is_error),),
             source=MessageSource(kind=source),
         )
 

@@ -14,13 +14,11 @@ from typing import Any, Protocol, TypeGuard, overload
 
 import anyio
 
-from ._codec import encode_payload
 from ._errors import (
     ClosedError,
     EventLogError,
     EventNotLoadedError,
     ReentrancyError,
-    UnknownEventTypeError,
     ValidationError,
 )
 from ._event import Append, Event, Replace, SurfaceOp
@@ -28,6 +26,7 @@ from ._grammar import TurnGrammar
 from ._prefix import EventsView
 from ._registry import EventTypes
 from ._snapshot_state import snapshot_states
+from ._staging import encode_for_append
 from ._strict import DEFAULT_MAX_NESTING, INT64_MAX
 from ._surface import SurfaceIndex, message_delta, plan_transition
 
@@ -355,24 +354,15 @@ class Session:
         if self._blocked or tail.fault is not None:
             self._check_writable()
         seq = self._base + len(self._events)
-        info = self._type_infos.get(type) if isinstance(type, str) else None
-        if info is None:
-            raise UnknownEventTypeError(
-                f"session {self.id!r}, seq {seq}: event type {type!r} is not registered",
-                session_id=self.id,
-                seq=seq,
-                hint="register app types with EventTypes.register",
-            )
-        payload, raw = encode_payload(
-            info, data, session_id=self.id, seq=seq, max_nesting=self.max_nesting
+        info, payload, raw = encode_for_append(
+            self._type_infos.get(type) if isinstance(type, str) else None,
+            type,
+            data,
+            session_id=self.id,
+            seq=seq,
+            max_nesting=self.max_nesting,
+            max_event_bytes=self.max_event_bytes,
         )
-        if len(raw) > self.max_event_bytes:
-            raise ValidationError(
-                f"session {self.id!r}, seq {seq}: payload of {type!r} is {len(raw)} bytes, "
-                f"over the limit of {self.max_event_bytes}",
-                session_id=self.id,
-                seq=seq,
-            )
         if not sources and (isinstance(surface, Append) if info.surface else surface is None):
             sources_tuple: tuple[int, ...] = ()  # the common, valid case: nothing to check
         else:

@@ -35,6 +35,7 @@ from ._errors import ValidationError
 
 __all__ = (
     "DEFAULT_MAX_NESTING",
+    "KEPT",
     "INT64_MAX",
     "INT64_MIN",
     "MAX_NESTING_CEILING",
@@ -42,10 +43,14 @@ __all__ = (
     "check_number",
     "check_text",
     "find_invalid",
+    "first_difference",
     "has_surrogate",
+    "insist_reads_back",
     "on_fresh_stack",
+    "refusal",
     "schema_depth",
     "schema_is_json_only",
+    "shown",
 )
 
 #: Default ceiling of container nesting in a payload or in session metadata.
@@ -106,9 +111,31 @@ def _key_path(path: str, key: str) -> str:
     return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
 
 
+#: What a refusal shows of a given value at most (a huge string is not copied into a message).
+_SHOWN = 60
+_JSON_VALUE = "a JSON value (str, int, float, bool, None, list, dict or a Struct of them)"
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal message shows it: its repr, cut to a readable length (an int too
+    long for ``repr`` by its number of digits)."""
+    if type(value) is int and value.bit_length() > 200:
+        return f"an int of {len(hex(value)) - 2} hex digits"
+    try:
+        text = repr(value)
+    except Exception:  # a repr that fails (or nests too deep): its type says enough
+        return f"a `{type(value).__name__}`"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def refusal(expected: str, given: str, path: str) -> str:
+    """A refusal in msgspec's words: ``Expected `int`, got `str` - at `$.turn` ``."""
+    return f"Expected {expected}, got {given} - at `{path}`"
+
+
 def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str | None:
-    """Why ``value`` may not be committed, naming the path (``$.message.content[0].text``), or
-    ``None`` when it may.
+    """Why ``value`` may not be committed, or ``None`` when it may; in msgspec's words, naming
+    what was expected, what was given and where (``... - at `$.message.content[0].text```).
 
     :param max_nesting: containers (objects, arrays, Structs) may nest this many levels.
     :param json_only: refuse leaves that are not JSON values (``False`` for a schema that
@@ -121,26 +148,32 @@ def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str
         kind = type(item)
         if kind is str:
             if not item.isascii() and has_surrogate(item):
-                return f"a lone surrogate in the string at `{path}` (it has no UTF-8 form)"
+                return refusal(_NO_SURROGATE, f"{shown(item)} (a lone surrogate)", path)
         elif kind is int:
             if not INT64_MIN <= item <= INT64_MAX:
-                return f"the integer at `{path}` does not fit 64 bits (signed)"
+                return refusal("`int` that fits 64 bits (signed)", shown(item), path)
         elif kind is float:
             if not math.isfinite(item):
-                return f"non-finite number (NaN or infinity) at `{path}`"
+                return refusal("a finite `float` (JSON has no NaN or infinity)", repr(item), path)
         elif kind is bool or item is None:
             pass
         elif kind is dict or kind is list or kind is tuple or isinstance(item, msgspec.Struct):
             if depth >= max_nesting:
-                return f"nesting deeper than {max_nesting} levels at `{path}`"
+                return refusal(
+                    f"at most {max_nesting} levels of nesting",
+                    f"`{kind.__name__}` nested deeper",
+                    path,
+                )
             depth += 1
             if kind is dict:
                 children = []
                 for key, child in item.items():
                     if type(key) is not str:
-                        return f"a key of type {type(key).__name__} at `{path}` (keys are strings)"
+                        given = f"a key of type `{type(key).__name__}` ({shown(key)})"
+                        return refusal("`str` keys", given, path)
                     if not key.isascii() and has_surrogate(key):
-                        return f"a lone surrogate in a key at `{path}` (it has no UTF-8 form)"
+                        given = f"the key {shown(key)} (a lone surrogate)"
+                        return refusal(f"keys of {_NO_SURROGATE}", given, path)
                     children.append((child, _key_path(path, key), depth))
             elif kind is list or kind is tuple:
                 children = [(child, f"{path}[{i}]", depth) for i, child in enumerate(item)]
@@ -159,16 +192,79 @@ def find_invalid(value: Any, *, max_nesting: int, json_only: bool = True) -> str
         elif json_only or not isinstance(item, _NATIVE):
             # Not JSON; and where the schema declares bytes, datetimes and the like, still
             # refused here when msgspec cannot encode it at all (it would fail with no path).
-            return (
-                f"a {kind.__name__} at `{path}` is not a JSON value (str, int, float, bool, "
-                "None, list, dict or a Struct of them)"
-            )
+            return refusal(_JSON_VALUE, f"`{kind.__name__}`", path)
     return None
 
 
-#: The values msgspec encodes beyond JSON's, which a schema may declare (checked against the
-#: schema by msgspec's strict conversion, which names the path of a mismatch).
-_NATIVE = (
+def insist_reads_back(given: Any, payload: Any) -> None:
+    """:raises ValueError: ``payload`` (decoded from the JSON of ``given``) is not what
+    ``given`` (builtins, :data:`KEPT` kept) says, naming where (:func:`first_difference`)."""
+    back = msgspec.to_builtins(payload, builtin_types=KEPT)
+    why = first_difference(given, back, field_names(type(payload)))
+    if why is not None:
+        raise ValueError(why)
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def field_names(payload: type) -> frozenset[str]:
+    """The encoded names of the fields of every Struct a payload class's schema holds (a field
+    left out of ``to_builtins`` by ``omit_defaults`` is one of them, not an unknown one)."""
+    names = _FIELD_NAMES.get(payload)
+    if names is None:
+        found: set[str] = set()
+        seen: set[int] = set()
+        stack = [msgspec.inspect.type_info(payload)]
+        while stack:
+            info = stack.pop()
+            if id(info) in seen:
+                continue
+            seen.add(id(info))
+            found.update(f.encode_name for f in getattr(info, "fields", ()))
+            stack.extend(_children(info))
+        names = _FIELD_NAMES[payload] = frozenset(found)
+    return names
+
+
+_NO_SURROGATE = "`str` without lone surrogates (they have no UTF-8 form)"
+
+
+def first_difference(given: Any, back: Any, fields: frozenset[str] = frozenset()) -> str | None:
+    """Where a payload's builtins (``given``) and what its JSON reads back as (``back``) first
+    differ, in msgspec's words, or ``None`` when they agree. A list and a tuple are the same
+    JSON array, and an object field ``given`` leaves out (a default) is no difference; an
+    object field only ``given`` has is one the schema does not know, unless it is one of
+    ``fields`` (a default the type omits when it writes)."""
+    stack: list[tuple[Any, Any, str]] = [(given, back, "$")]
+    while stack:
+        mine, theirs, path = stack.pop()
+        if isinstance(mine, list | tuple) and isinstance(theirs, list | tuple):
+            if len(mine) != len(theirs):
+                return refusal(f"an array of {len(theirs)} items", f"{len(mine)}", path)
+            pairs = enumerate(zip(mine, theirs, strict=True))
+            stack.extend((m, t, f"{path}[{i}]") for i, (m, t) in reversed(list(pairs)))
+        elif type(mine) is dict and type(theirs) is dict:
+            for key in reversed(list(mine)):
+                if key not in theirs:
+                    if key in fields:
+                        continue  # a field at its default, which the type does not write
+                    return f"Object contains unknown field `{key}` - at `{path}`"
+                stack.append((mine[key], theirs[key], _key_path(path, str(key))))
+        elif mine != theirs:
+            kind, back_kind = type(mine).__name__, type(theirs).__name__
+            if kind == back_kind:
+                given = f"{shown(mine)} (it reads back as {shown(theirs)})"
+                return refusal("a value that reads back as given", given, path)
+            if isinstance(mine, _NATIVE):
+                # Not declared there (msgspec would have converted it): it becomes JSON.
+                return refusal(_JSON_VALUE, f"`{kind}` (it reads back as `{back_kind}`)", path)
+            return refusal(f"`{back_kind}`", f"`{kind}` ({shown(mine)})", path)
+    return None
+
+
+#: Types :func:`msgspec.to_builtins` keeps as they are, so strict conversion sees them.
+KEPT = (
     bytes,
     bytearray,
     memoryview,
@@ -178,6 +274,11 @@ _NATIVE = (
     datetime.timedelta,
     uuid.UUID,
     decimal.Decimal,
+)
+#: The values msgspec encodes beyond JSON's, which a schema may declare (checked against the
+#: schema by msgspec's strict conversion, which names the path of a mismatch).
+_NATIVE = (
+    *KEPT,
     set,
     frozenset,
     enum.Enum,

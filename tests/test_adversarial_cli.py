@@ -248,7 +248,7 @@ def test_export_never_writes_stored_bytes_to_a_terminal(tmp_path: Path) -> None:
     for args in (("export", "hostile"), ("export", "hostile", "--format", "html")):
         code, shown = _on_a_terminal("--db", str(db), *args)
         assert code == 2, (args, shown)
-        assert "write it to a file (-o FILE) or a pipe" in shown, args
+        assert "which is not for a terminal: use -o FILE, or pipe it" in shown, args
         assert not set(shown) & set("\x1b\x07\x9b\u202e"), (args, shown)
         assert "pwned" not in shown
     # To a file, the bytes are exported as stored.

@@ -148,8 +148,8 @@ async def test_the_agent_refuses_bad_tools(session: Session, tools: Any, message
         ({"max_steps": True}, "Agent: max_steps must be an integer >= 1, got bool True"),
         (
             {"params": {"temperature": math.nan}},
-            "Agent: params cannot be recorded: non-finite number (NaN or infinity) at "
-            "`params.temperature`",
+            "Agent: params cannot be recorded: Expected a finite `float` (JSON has no NaN or "
+            "infinity), got nan - at `params.temperature`",
         ),
         ({"params": [1]}, "Agent: params must be a mapping of names to JSON values, or None"),
         ({"retry": 3}, "Agent: retry must be a RetryPolicy or None, got int 3"),

@@ -75,7 +75,7 @@ BAD_INPUTS: list[tuple[str, Callable[[Session], object], type[Exception], str]] 
         "wrong payload class",
         lambda s: s.append("turn/start", StepStart(turn=1, step=1)),
         ValidationError,
-        "session 's', seq 2, type 'turn/start': expected payload TurnStart, got StepStart",
+        "session 's', seq 2, type 'turn/start': Expected `TurnStart`, got `StepStart` - at `$`",
     ),
     (
         "field of the wrong type",
@@ -93,13 +93,14 @@ BAD_INPUTS: list[tuple[str, Callable[[Session], object], type[Exception], str]] 
         "NaN",
         lambda s: s.append("request/header", RequestHeader(params={"temperature": float("nan")})),
         ValidationError,
-        "non-finite number (NaN or infinity) at `$.params.temperature`",
+        "Expected a finite `float` (JSON has no NaN or infinity), got"
+        " nan - at `$.params.temperature`",
     ),
     (
         "infinity in a list",
         lambda s: s.append("request/header", {"params": {"stops": [1.0, float("inf")]}}),
         ValidationError,
-        "non-finite number (NaN or infinity) at `$.params.stops[1]`",
+        "Expected a finite `float` (JSON has no NaN or infinity), got inf - at `$.params.stops[1]`",
     ),
     (
         "oversized payload",

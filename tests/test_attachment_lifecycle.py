@@ -144,6 +144,30 @@ def test_importing_a_good_export_repairs_a_damaged_attachment(tmp_path: Path) ->
     assert cli("verify", "exported", db=target).returncode == 0
 
 
+def test_importing_a_backup_of_the_same_session_repairs_its_attachment(tmp_path: Path) -> None:
+    # The usual backup case: the session is in the store, its image bytes got damaged, and the
+    # backup export of that very session is imported back into the same store.
+    store_file = tmp_path / "sessions.db"
+    anyio.run(_sessions_of_one_image, store_file, "kept")
+    backup = tmp_path / "backup.jsonl"
+    assert cli("export", "kept", "-o", str(backup), db=store_file).returncode == 0
+    with sqlite3.connect(store_file) as db:
+        db.execute("UPDATE attachments SET data = ?", (b"damaged",))
+    db.close()
+    assert cli("verify", "kept", db=store_file).returncode == 1
+    # The events are there already, identical: only the damaged bytes are put back.
+    done = cli("import", str(backup), db=store_file)
+    assert done.returncode == 0, done.stderr
+    assert "session kept is in the store already, identical" in done.stdout
+    assert "1 damaged or missing attachment restored" in done.stdout
+    assert cli("verify", "kept", db=store_file).returncode == 0
+    # Again: nothing left to restore.
+    assert (
+        "0 damaged or missing attachments restored"
+        in cli("import", str(backup), db=store_file).stdout
+    )
+
+
 # -- delete ------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from eventlog import TurnStart, open_store
+
 from .cli_fixtures import (
     CORRUPT_SEQ,
     CRASH_STOP,
@@ -118,11 +120,31 @@ def test_export_of_a_corrupt_session_warns_and_import_refuses_it(db: Path, tmp_p
 def test_import_refuses_an_existing_id_and_a_cut_file(db: Path, tmp_path: Path) -> None:
     exported = tmp_path / "open.jsonl"
     cli("export", "open", "-o", str(exported), db=db)
-    taken = cli("import", str(exported), db=db)
+    # The same session imported again changes nothing: it is there already, identical.
+    again = cli("import", str(exported), db=db)
+    assert again.returncode == 0, again.stderr
+    assert "session open is in the store already, identical" in again.stdout
+    # Another session of the same id is refused, and nothing is written.
+    other_db = tmp_path / "other.db"
+
+    async def another_open() -> None:
+        async with open_store(url_of(other_db)) as store:
+            session = await store.create("open")
+            session.append("turn/start", TurnStart(turn=1))
+            await session.aclose()
+
+    anyio.run(another_open)
+    other = tmp_path / "other-open.jsonl"
+    cli("export", "open", "-o", str(other), db=other_db)
+    files = [db, db.with_name(db.name + "-wal")]
+    before = [f.read_bytes() if f.exists() else None for f in files]
+    taken = cli("import", str(other), db=db)
     assert taken.returncode == 2
     assert taken.stderr == (
-        "eventlog: error: session 'open' already exists in the store; nothing was imported\n"
+        "eventlog: error: session 'open' already exists in the store with other events; "
+        "nothing was imported (--as NEW-ID imports it beside it)\n"
     )
+    assert [f.read_bytes() if f.exists() else None for f in files] == before
     cut = tmp_path / "cut.jsonl"
     cut.write_text("".join(exported.read_text().splitlines(keepends=True)[:-1]))
     result = cli("import", str(cut), db=tmp_path / "new.db")

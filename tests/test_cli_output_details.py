@@ -112,3 +112,39 @@ def test_show_on_a_terminal_that_does_not_say_its_size(db: Path) -> None:
     lines = out.decode().splitlines()
     assert "summary" in lines[0] and max(len(line) for line in lines) <= 80
     assert any("turn 1 completed" in line for line in lines)
+
+
+@pytest.mark.parametrize("format", ["jsonl", "html"])
+def test_export_refuses_to_write_a_stored_file_to_a_terminal(db: Path, format: str) -> None:
+    # The export is written byte for byte as stored (the chain covers those bytes), so it cannot
+    # be escaped for a screen: on a real terminal it is refused, and nothing reaches the screen.
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    try:
+        command = [sys.executable, "-m", "eventlog", "--db", url_of(db), "export", "s1"]
+        child = subprocess.run(
+            [*command, "--format", format],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+        os.set_blocking(leader, False)
+        try:
+            shown = os.read(leader, 65536)
+        except BlockingIOError:  # nothing was written to the terminal
+            shown = b""
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert child.returncode == 2
+    assert shown == b""
+    assert child.stderr.decode().count("\n") == 1
+    assert "not for a terminal: use -o FILE, or pipe it" in child.stderr.decode()
+    # The same export to a pipe or a file is the whole file.
+    piped = run_main("export", "s1", "--format", format, db=db)
+    assert piped.returncode == 0 and piped.stdout

@@ -95,12 +95,12 @@ async def test_payload_integers_beyond_64_bits_are_refused(session: Session) -> 
     refuse(
         session,
         lambda: session.append("request/header", RequestHeader(params={"seed": 2**64})),
-        "the integer at `$.params.seed` does not fit 64 bits",
+        "Expected `int` that fits 64 bits (signed), got 18446744073709551616 - at `$.params.seed`",
     )
     refuse(
         session,
         lambda: session.append("turn/start", TurnStart(turn=2**63)),
-        "the integer at `$.turn` does not fit 64 bits",
+        "Expected `int` that fits 64 bits (signed), got 9223372036854775808 - at `$.turn`",
     )
 
 
@@ -116,23 +116,27 @@ async def test_nesting_is_limited_and_the_refusal_names_the_path(session: Sessio
     refuse(
         session,
         lambda: session.append("request/header", RequestHeader(params=nested(64))),
-        f"nesting deeper than 64 levels at `{deep_path}`",
+        f"Expected at most 64 levels of nesting, got `dict` nested deeper - at `{deep_path}`",
     )
     refuse(
         session,
         lambda: session.append("request/header", {"params": nested(100_000)}),
-        "nesting deeper than 64 levels",
+        "Expected at most 64 levels of nesting",
     )
 
 
 async def test_the_nesting_limit_is_an_option_and_applies_to_metadata() -> None:
     async with open_store("memory:", max_nesting=4) as store:
         session = await store.create(metadata=nested(4))
-        with pytest.raises(ValidationError, match="metadata is not valid: nesting deeper than 4"):
+        with pytest.raises(
+            ValidationError, match="metadata is not valid: Expected at most 4 levels of nesting"
+        ):
             await store.create(metadata=nested(5))
         session.append("request/header", RequestHeader(params=nested(3)))
         with pytest.raises(
-            ValidationError, match=r"nesting deeper than 4 levels at `\$.params.a.a.a`"
+            ValidationError,
+            match=r"Expected at most 4 levels of nesting, got"
+            r" `dict` nested deeper - at `\$.params.a.a.a`",
         ):
             session.append("request/header", RequestHeader(params=nested(4)))
     with pytest.raises(ValidationError, match="option max_nesting must be an int from 1 to 256"):
@@ -194,7 +198,8 @@ async def test_lone_surrogates_are_refused_everywhere() -> None:
             lambda: session.append(
                 "user/message", UserMessage(message=Message.user(f"a{LONE}b")), surface=APPEND
             ),
-            "a lone surrogate in the string at `$.message.content[0].text`",
+            "Expected `str` without lone surrogates (they have no UTF-8 form), got"
+            " 'a\\ud800b' (a lone surrogate) - at `$.message.content[0].text`",
         )
         refuse(
             session,
@@ -206,7 +211,8 @@ async def test_lone_surrogates_are_refused_everywhere() -> None:
         refuse(
             session,
             lambda: session.append("request/header", {"params": {LONE: 1}}),
-            "a lone surrogate in a key at `$.params`",
+            "Expected keys of `str` without lone surrogates (they have no UTF-8 form), got"
+            " the key '\\ud800' (a lone surrogate) - at `$.params`",
         )
         refuse(session, lambda: session.append(f"app/{LONE}", {}), "is not registered")
         for bad_id in (LONE, f"a{LONE}"):
@@ -214,7 +220,9 @@ async def test_lone_surrogates_are_refused_everywhere() -> None:
                 await store.create(session_id=bad_id)
             with pytest.raises(ValidationError, match="is not valid"):
                 await store.open(bad_id)
-        with pytest.raises(ValidationError, match=r"lone surrogate in the string at `\$.who`"):
+        with pytest.raises(
+            ValidationError, match=r"got '\\ud800' \(a lone surrogate\) - at `\$.who`"
+        ):
             await store.create(metadata={"who": LONE})
         with pytest.raises(ValidationError, match="list after must be"):
             await store.list(after=LONE)
@@ -274,7 +282,7 @@ async def test_a_wrong_type_inside_a_struct_is_refused_as_in_a_dict(
     refuse(
         session,
         lambda: session.append("request/header", ToolSpec(name="t", parameters={"k": leaf})),
-        "expected payload RequestHeader",
+        "Expected `RequestHeader`, got `ToolSpec` - at `$`",
     )
 
 
@@ -306,13 +314,19 @@ async def test_non_finite_numbers_are_refused_in_payloads_and_metadata(session: 
         refuse(
             session,
             lambda bad=bad: session.append("request/header", RequestHeader(params={"t": bad})),  # type: ignore[misc]
-            "non-finite number (NaN or infinity) at `$.params.t`",
+            "Expected a finite `float` (JSON has no NaN or infinity), got"
+            f" {bad!r} - at `$.params.t`",
         )
     async with open_store("memory:") as store:
         for bad in (math.nan, math.inf):
-            with pytest.raises(ValidationError, match=r"non-finite number .* at `\$.x\[1\]`"):
+            with pytest.raises(
+                ValidationError,
+                match=r"Expected a finite `float` .*, got (nan|inf) - at `\$.x\[1\]`",
+            ):
                 await store.create(metadata={"x": [1.0, bad]})
-        with pytest.raises(ValidationError, match="a key of type int"):
+        with pytest.raises(
+            ValidationError, match="Expected `str` keys, got a key of type `int` \\(1\\) - at `\\$`"
+        ):
             await store.create(metadata={1: "one"})  # type: ignore[dict-item]
         with pytest.raises(ValidationError, match="metadata must be a dict"):
             await store.create(metadata=[("a", 1)])  # type: ignore[arg-type]
@@ -335,12 +349,12 @@ async def test_an_app_type_with_a_bytes_field_keeps_its_bytes_strictly() -> None
         refuse(
             session,
             lambda: session.append("app/blob", Blob(name="c", body="aGk=")),  # type: ignore[arg-type]
-            "the payload does not read back from JSON as given",
+            "Expected `bytes`, got `str` ('aGk=') - at `$.body`",
         )
         refuse(
             session,
             lambda: session.append("app/blob", {"name": "c", "body": "aGk="}),
-            "the payload does not read back from JSON as given",
+            "Expected `bytes`, got `str` ('aGk=') - at `$.body`",
         )
         refuse(session, lambda: session.append("app/blob", Blob(name=b"c", body=b"")), "str")  # type: ignore[arg-type]
 
@@ -367,16 +381,29 @@ async def test_a_schema_with_bytes_is_held_to_the_walk_s_rules_on_the_fast_path(
         refuse(
             session,
             lambda: session.append("app/doc", Doc(by_number={1: "one"})),
-            "a key of type int at `$.by_number`",
+            "Expected `str` keys, got a key of type `int` (1) - at `$.by_number`",
         )
         refuse(
             session,
             lambda: session.append("app/doc", Doc(free=nested(8))),
-            "nesting deeper than 8 levels",
+            "Expected at most 8 levels of nesting",
         )
-        refuse(session, lambda: session.append("app/doc", Doc(free=2**64)), "does not fit 64 bits")
-        refuse(session, lambda: session.append("app/doc", Doc(ratio=math.nan)), "non-finite")
-        refuse(session, lambda: session.append("app/doc", Doc(free=b"x")), "does not read back")
+        refuse(
+            session,
+            lambda: session.append("app/doc", Doc(free=2**64)),
+            "Expected `int` that fits 64 bits (signed)",
+        )
+        refuse(
+            session,
+            lambda: session.append("app/doc", Doc(ratio=math.nan)),
+            "Expected a finite `float`",
+        )
+        refuse(
+            session,
+            lambda: session.append("app/doc", Doc(free=b"x")),
+            "Expected a JSON value (str, int, float, bool, None, list, dict or a Struct of them),"
+            " got `bytes` (it reads back as `str`) - at `$.free`",
+        )
         assert session.head == 0
 
 
@@ -390,8 +417,14 @@ async def test_wrong_argument_types_to_append_are_typed_errors(session: Session)
         (lambda: session.append(123, step), "event type 123 is not registered"),  # type: ignore[arg-type]
         (lambda: session.append(["step/start"], step), "is not registered"),  # type: ignore[arg-type]
         (lambda: session.append(None, step), "is not registered"),  # type: ignore[arg-type]
-        (lambda: session.append("step/start", [1, 2]), "expected payload StepStart or a dict"),
-        (lambda: session.append("step/start", None), "expected payload StepStart or a dict"),
+        (
+            lambda: session.append("step/start", [1, 2]),
+            "Expected `StepStart` or a dict of its fields, got `list` - at `$`",
+        ),
+        (
+            lambda: session.append("step/start", None),
+            "Expected `StepStart` or a dict of its fields, got `NoneType` - at `$`",
+        ),
         (lambda: session.append("step/start", step, sources=5), "sources must be a sequence"),  # type: ignore[arg-type]
         (lambda: session.append("step/start", step, sources="0"), "source '0' is not the seq"),  # type: ignore[arg-type]
         (lambda: session.append("step/start", step, sources=(True,)), "source True is not"),

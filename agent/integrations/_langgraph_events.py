@@ -18,7 +18,7 @@ import msgspec
 
 from eventlog import EventTypes, ValidationError
 
-from ._types import register_ignorable
+from ._types import register_ignorable, shown
 
 __all__ = (
     "CHECKPOINT",
@@ -39,8 +39,9 @@ WRITES = "langgraph/writes"
 
 #: Thread ids that are already valid session ids (and short enough for the prefix) are kept
 #: readable; any other text is hashed. The two prefixes differ at their third character, so
-#: no readable id can equal a hashed one.
-_READABLE = re.compile(r"^[A-Za-z0-9._:@-]{1,120}$")
+#: no readable id can equal a hashed one. Matched whole (``fullmatch``): ``$`` would also
+#: match before a final newline, and ``lg-t\n`` is no session id.
+_READABLE = re.compile(r"[A-Za-z0-9._:@-]{1,120}")
 _READABLE_PREFIX = "lg-"
 _HASHED_PREFIX = "lgh-"
 
@@ -123,17 +124,30 @@ def langgraph_types() -> EventTypes:
     return register_langgraph_types(EventTypes())
 
 
-def session_id_for(thread_id: str) -> str:
-    """The session id of a LangGraph thread: any text maps to a valid id, one id per text.
+def session_id_for(thread_id: object) -> str:
+    """The session id of a LangGraph thread: every text maps to a valid id, one id per text
+    (the text is never normalised: ``"t"``, ``"t\n"``, ``"T"`` and ``"e\u0301"`` against
+    ``"\u00e9"`` are different threads, with different sessions).
 
     A thread id that is already a plain identifier of up to 120 characters stays readable
     (``lg-<thread id>``); any other text becomes ``lgh-<sha256 of its UTF-8>``.
 
-    :raises ValidationError: ``thread_id`` is not a string.
+    :raises ValidationError: ``thread_id`` is not a string, or holds a lone surrogate (it has
+        no UTF-8 form: the thread's session could not record it).
     """
     if not isinstance(thread_id, str):
-        raise ValidationError(f"thread id {thread_id!r} is not a string")
-    if _READABLE.match(thread_id):
+        raise ValidationError(
+            f"Expected `str`, got `{type(thread_id).__name__}` ({shown(thread_id)}) - at "
+            "the thread id"
+        )
+    if _READABLE.fullmatch(thread_id):
         return _READABLE_PREFIX + thread_id
-    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return _HASHED_PREFIX + digest
+    try:
+        encoded = thread_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"Expected `str` without lone surrogates (they have no UTF-8 form), got "
+            f"{shown(thread_id)} - at the thread id",
+            hint="LangGraph thread ids are stored as UTF-8 text",
+        ) from None
+    return _HASHED_PREFIX + hashlib.sha256(encoded).hexdigest()

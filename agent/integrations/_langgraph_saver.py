@@ -22,14 +22,14 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -37,32 +37,33 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
     get_checkpoint_id,
-    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import (
-    Event,
     EventLogError,
     Session,
     SessionExistsError,
     SessionNotFoundError,
     Store,
     ValidationError,
+    check_payload,
 )
 
-from ._langgraph_events import (
-    CHECKPOINT,
-    WRITES,
-    Blob,
-    Checkpointed,
-    Typed,
-    Write,
-    WritesPut,
-    session_id_for,
+from ._langgraph_calls import (
+    checked_channels,
+    checked_limit,
+    checked_thread,
+    checkpoint_payload,
+    configurable,
+    thread_of,
+    writes_put,
 )
-from ._langgraph_index import ThreadIndex, fill, read_at
+from ._langgraph_events import CHECKPOINT, WRITES, session_id_for
+from ._langgraph_index import ThreadIndex, fill
+from ._langgraph_reads import PAGE, delta_history, read_page
+from ._types import shown
 
 __all__ = ("EventLoopThreadError", "EventlogSaver")
 
@@ -107,8 +108,10 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     nothing is committed).
 
     :raises ValidationError: the store was not opened with the saver's types
-        (:func:`langgraph_types` / :func:`register_langgraph_types`); later, a config whose
-        ``thread_id`` is not a string.
+        (:func:`langgraph_types` / :func:`register_langgraph_types`); later, an argument
+        LangGraph's types do not allow (a config without a string ``thread_id``, a thread id
+        with a lone surrogate, a value the serializer cannot write, a payload no event can
+        hold): refused before any session is opened or written, so the store is unchanged.
     :raises SessionExistsError: a thread's session id names a session that is not that
         thread's (its metadata says otherwise); nothing is written to it.
     """
@@ -199,6 +202,12 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                 return
             after = page[-1].id
 
+    def _check_first(self, thread_id: str, type_: str, payload: Any) -> None:
+        """Check ``payload`` before the thread's session is opened or created (a refusal then
+        changes nothing); an open thread's ``append`` checks it and commits nothing either."""
+        if thread_id not in self._threads:
+            check_payload(self._store, type_, payload, session_id=session_id_for(thread_id))
+
     async def _commit(self, thread_id: str, type_: str, payload: Any) -> Session:
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
@@ -213,7 +222,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         with its pending writes, or ``None``. Reads that checkpoint's event, the blobs of the
         channel versions it names and its writes: from the store when the session does not
         hold them."""
-        thread_id = _thread_of(config)
+        thread_id = thread_of(config)
         await self._load(thread_id)
         thread = self._threads.get(thread_id)
         ns = config["configurable"].get("checkpoint_ns", "")
@@ -237,16 +246,20 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         store when the session does not hold them) a page at a time as the caller iterates,
         and only as many as ``limit`` asks for; the ids listed are those stored when the call
         began (a put during the iteration does not show)."""
+        left = checked_limit(limit)
+        if filter is not None and not isinstance(filter, Mapping):
+            raise ValidationError(f"Expected a mapping or None, got `{type(filter).__name__}`")
+        if before is not None:
+            configurable(before)
         if config is None:
             await self._load_all()
             threads = list(self._threads)
         else:
-            threads = [_thread_of(config)]
+            threads = [thread_of(config)]
             await self._load(threads[0])
         config_ns = config["configurable"].get("checkpoint_ns") if config else None
         only = get_checkpoint_id(config) if config else None
         below = get_checkpoint_id(before) if before else None
-        left = limit
         for thread_id in threads:
             thread = self._threads.get(thread_id)
             if thread is None:
@@ -259,11 +272,11 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                     (i for i in entries if (not only or i == only) and (not below or i < below)),
                     reverse=True,
                 )
-                for start in range(0, len(ids), _PAGE):
+                for start in range(0, len(ids), PAGE):
                     if left is not None and left <= 0:
                         return
-                    chunk = ids[start : start + _PAGE]
-                    page = await self._page(session, index, thread_id, ns, chunk, filter)
+                    chunk = ids[start : start + PAGE]
+                    page = await read_page(self.serde, session, index, thread_id, ns, chunk, filter)
                     for item in page[:left] if left is not None else page:
                         yield item
                     if left is not None:
@@ -278,32 +291,6 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     ) -> list[CheckpointTuple]:
         return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
 
-    async def _page(
-        self,
-        session: Session,
-        index: ThreadIndex,
-        thread_id: str,
-        ns: str,
-        ids: Sequence[str],
-        filter: dict[str, Any] | None,
-    ) -> list[CheckpointTuple]:
-        """Checkpoints ``ids`` (newest first) that match ``filter``, as ``InMemorySaver.list``
-        gives them: the metadata filter is applied before any blob is read."""
-        entries = index.checkpoints[ns]
-        read = await read_at(session, (entries[i][0] for i in ids))
-        if filter:
-            loads = self.serde.loads_typed
-            ids = [
-                i
-                for i in ids
-                for metadata in (loads(read[entries[i][0]].data.metadata.pair()),)
-                if all(value == metadata.get(key) for key, value in filter.items())
-            ]
-        scratch = InMemorySaver(serde=self.serde)
-        await fill(scratch, session, index, thread_id, ns, ids, checkpoints=read)
-        scope: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
-        return list(scratch.list(scope, filter=filter))
-
     async def aput(
         self,
         config: RunnableConfig,
@@ -313,33 +300,16 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Log the checkpoint (and the values of the channels in ``new_versions``) and return
         once it is durable."""
-        thread_id = _thread_of(config)
-        ns = config["configurable"].get("checkpoint_ns", "")
-        rest = dict(checkpoint)
-        values = cast(dict[str, Any], rest.pop("channel_values", {}))
-        dumps = self.serde.dumps_typed
-        payload = Checkpointed(
-            ns=ns,
-            id=checkpoint["id"],
-            parent=config["configurable"].get("checkpoint_id"),
-            checkpoint=Typed.of(dumps(rest)),
-            metadata=Typed.of(dumps(get_checkpoint_metadata(config, metadata))),
-            blobs=[
-                Blob(
-                    channel=channel,
-                    version=version,
-                    value=Typed.of(dumps(values[channel]) if channel in values else _EMPTY),
-                )
-                for channel, version in new_versions.items()
-            ],
-        )
+        thread_id = thread_of(config)
+        payload = checkpoint_payload(self.serde, config, checkpoint, metadata, new_versions)
+        self._check_first(thread_id, CHECKPOINT, payload)
         session = await self._commit(thread_id, CHECKPOINT, payload)
         await session.flush()
         return {
             "configurable": {
                 "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint["id"],
+                "checkpoint_ns": payload.ns,
+                "checkpoint_id": payload.id,
             }
         }
 
@@ -353,28 +323,17 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         """Log a task's writes against the checkpoint ``config`` names and return once they
         are durable. A regular write already stored for the same task and index is kept;
         a special one (error, interrupt) replaces the stored one."""
-        thread_id = _thread_of(config)
-        ns = config["configurable"].get("checkpoint_ns", "")
-        checkpoint_id = config["configurable"]["checkpoint_id"]
-        serialized = [
-            Write(idx=WRITES_IDX_MAP.get(channel, idx), channel=channel, value=Typed.of(pair))
-            for idx, (channel, value) in enumerate(writes)
-            for pair in (self.serde.dumps_typed(value),)
-        ]
+        thread_id = thread_of(config, required=("checkpoint_id",))
+        whole = writes_put(self.serde, config, writes, task_id, task_path)
+        self._check_first(thread_id, WRITES, whole)
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
             index = self._threads[thread_id].index
-            stored = index.writes.get((ns, checkpoint_id), {})
-            kept = [w for w in serialized if w.idx < 0 or (task_id, w.idx) not in stored]
+            stored = index.writes.get((whole.ns, whole.checkpoint_id), {})
+            kept = [w for w in whole.writes if w.idx < 0 or (task_id, w.idx) not in stored]
             if kept:
-                payload = WritesPut(
-                    ns=ns,
-                    checkpoint_id=checkpoint_id,
-                    task_id=task_id,
-                    task_path=task_path,
-                    writes=kept,
-                )
+                payload = msgspec.structs.replace(whole, writes=kept)
                 index.apply(session.append(WRITES, payload))
         # Also when nothing was new: the call that logged them may not have flushed yet.
         await session.flush()
@@ -382,7 +341,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread: its session and every event in it are removed from the store.
         A thread that does not exist is not an error."""
-        async with self._lock(thread_id):
+        async with self._lock(checked_thread(thread_id)):
             session = await self._session(thread_id, create=False)
             if session is not None:
                 self._threads.pop(thread_id, None)
@@ -394,7 +353,8 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         target thread, in their order, and return once they are durable. Streams the source's
         log (older events from the store) a page at a time. A source that does not exist
         copies nothing."""
-        async with self._lock(source_thread_id):
+        checked_thread(target_thread_id)
+        async with self._lock(checked_thread(source_thread_id)):
             source = await self._session(source_thread_id, create=False)
             stop = -1 if source is None else source.head + 1
         seq = 0
@@ -417,7 +377,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         """LangGraph's ``DeltaChannel`` history (beta), as ``InMemorySaver`` answers it: the
         checkpoint's ancestors are read (from the store when the session does not hold them)
         back to the nearest one holding a value of each channel, or to the root."""
-        thread_id = _thread_of(config)
+        thread_id, channels = thread_of(config), checked_channels(channels)
         await self._load(thread_id)
         thread = self._threads.get(thread_id)
         ns = config["configurable"].get("checkpoint_ns", "")
@@ -426,56 +386,18 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         if thread is None or target not in thread.index.checkpoints.get(ns, {}):
             return scratch.get_delta_channel_history(config=config, channels=channels)
         assert target is not None
-        session, index = thread.session, thread.index
-        chain, read = await self._seeded_chain(session, index, ns, target, channels)
-        await fill(
-            scratch,
-            session,
-            index,
-            thread_id,
-            ns,
-            [target, *chain],
-            channels=channels,
-            checkpoints=read,  # the ancestors' events, read once
-        )
-        pinned: RunnableConfig = {
-            "configurable": {**config["configurable"], "checkpoint_id": target}
-        }
-        return scratch.get_delta_channel_history(config=pinned, channels=channels)
-
-    async def _seeded_chain(
-        self,
-        session: Session,
-        index: ThreadIndex,
-        ns: str,
-        target: str,
-        channels: Sequence[str],
-    ) -> tuple[list[str], dict[int, Event]]:
-        """The ancestors of ``target``, parent first, up to the first that holds a non-empty
-        value of every one of ``channels`` (the ones the history walk reaches), and their
-        checkpoint events as read (by seq)."""
-        chain, remaining = index.chain(ns, target), set(channels)
-        entries = index.checkpoints[ns]
-        read: dict[int, Event] = {}
-        for start in range(0, len(chain), _PAGE):
-            page = chain[start : start + _PAGE]
-            read.update(await read_at(session, (entries[i][0] for i in page)))
-            for offset, checkpoint_id in enumerate(page):
-                data = read[entries[checkpoint_id][0]].data
-                versions = self.serde.loads_typed(data.checkpoint.pair()).get(
-                    "channel_versions", {}
-                )
-                for channel in list(remaining):
-                    blob = index.blobs.get((ns, channel, versions.get(channel)))
-                    if channel in versions and blob is not None and not blob[1]:
-                        remaining.discard(channel)
-                if not remaining:
-                    return chain[: start + offset + 1], read
-        return chain, read
+        where = (thread.session, thread.index, thread_id, ns)
+        return await delta_history(scratch, *where, target, config, channels)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """Versions as ``InMemorySaver`` makes them: sortable strings."""
-        return self._versions.get_next_version(current, channel)
+        """Versions as ``InMemorySaver`` makes them: sortable strings.
+
+        :raises ValidationError: ``current`` is not a version this saver made.
+        """
+        try:
+            return self._versions.get_next_version(current, channel)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValidationError(f"{shown(current)} is not a channel version") from exc
 
     async def aclose(self) -> None:
         """Close every session the saver opened (their leases are released). The store stays
@@ -562,19 +484,6 @@ class _Thread:
     index: ThreadIndex
 
 
-_EMPTY = ("empty", b"")
 _OURS = frozenset({CHECKPOINT, WRITES})
-#: Checkpoints materialised per page of ``list`` (and per read of an ancestor chain).
-_PAGE = 32
 #: Events read per page when a thread is copied.
 _PAGE_EVENTS = 512
-
-
-def _thread_of(config: RunnableConfig) -> str:
-    thread_id = config.get("configurable", {}).get("thread_id")
-    if not isinstance(thread_id, str):
-        raise ValidationError(
-            f"the config's configurable.thread_id is {thread_id!r}; LangGraph threads are "
-            "named by a string"
-        )
-    return thread_id

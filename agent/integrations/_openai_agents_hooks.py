@@ -6,7 +6,15 @@ from typing import TYPE_CHECKING, Any
 
 from agents import RunHooks
 
-from eventlog import Message, MessageSource, ToolCall, ToolOutcome, ToolResultPart, new_id
+from eventlog import (
+    Message,
+    MessageSource,
+    ToolCall,
+    ToolOutcome,
+    ToolResultPart,
+    ValidationError,
+    new_id,
+)
 
 if TYPE_CHECKING:
     from ._openai_agents_session import EventlogSession
@@ -27,6 +35,10 @@ class EventlogHooks(RunHooks[Any]):
     ``TOOL_OUTCOME_UNKNOWN`` (one that never started with ``TOOL_NOT_STARTED``).
 
     Pass them with the session: ``Runner.run(agent, text, session=session, hooks=session.hooks)``.
+
+    Each hook appends what it logs all or nothing: a value no event can hold (a lone
+    surrogate in a reply, a result over the store's ``max_event_bytes``) raises
+    :class:`~eventlog.ValidationError` out of the run and leaves the log as it was.
     """
 
     def __init__(self, session: EventlogSession) -> None:
@@ -55,7 +67,15 @@ class EventlogHooks(RunHooks[Any]):
         if where is None or not isinstance(call_id, str):
             return
         turn, step = where
-        part = ToolResultPart(call_id=call_id, content=str(result))
+        try:
+            text = str(result)
+        except Exception as exc:  # a result whose str() fails (or recurses too deep)
+            raise ValidationError(
+                f"session {self.session.session_id!r}: the result of tool call {call_id!r} "
+                f"cannot be turned into text ({type(exc).__name__})",
+                session_id=self.session.session_id,
+            ) from exc
+        part = ToolResultPart(call_id=call_id, content=text)
         message = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
         outcome = ToolOutcome(turn=turn, step=step, call_id=call_id, result=message)
         self.session.log.append("tool/outcome", outcome)

@@ -7,6 +7,7 @@ whether the extra is installed or not.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from eventlog import (
@@ -27,6 +28,7 @@ from eventlog import (
     TurnStart,
     UserMessage,
     ValidationError,
+    check_payload,
     new_id,
 )
 from eventlog.stores import LogStore
@@ -93,6 +95,9 @@ class EventlogSession:
         restores keeps the open step and every unanswered call, so the crash check and the
         repair need nothing older; ``get_items`` reads older events from the store.
 
+        :raises ValidationError: ``session_id`` is not a valid session id (a final newline, a
+            lone surrogate, over 128 characters, ...: ids are never rewritten) or ``metadata``
+            is not JSON; refused before anything is stored.
         :raises SessionBusyError: another live writer holds the session.
         :raises CorruptLogError: the stored log is damaged (from the snapshot on).
         """
@@ -123,6 +128,10 @@ class EventlogSession:
         """
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
+        if limit is not None and type(limit) is not int:
+            raise ValidationError(
+                f"get_items limit must be an int or None, got `{type(limit).__name__}`"
+            )
         if limit is None:
             return [dict(item) for item in await self._items()]
         if limit <= 0:
@@ -132,12 +141,19 @@ class EventlogSession:
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` (Responses-API input items); durable when it returns.
 
-        :raises ValidationError: an item is not a JSON object (nothing is appended).
+        All or nothing: every event the call appends is built and checked before the first is
+        appended, so a refused call appends nothing and a retry adds no copy.
+
+        :raises ValidationError: ``items`` is not a list of JSON objects, or an item holds what
+            no event can (NaN or infinity, bytes, an int beyond 64 bits, a lone surrogate, a
+            key that is not a string, nesting past the store's limit) or makes an event over
+            the store's ``max_event_bytes``; the message names the item's path.
         """
-        checked = [_checked(item) for item in items]
-        groups = _groups(checked)
-        for kind, group in groups:
-            self._log_group(kind, group)
+        checked = _checked(items)
+        staged = [self._stage(kind, group) for kind, group in _groups(checked)]
+        self._check(staged)
+        for entry in staged:
+            self._log_group(entry)
         await self.log.flush()
 
     async def pop_item(self) -> Any:
@@ -189,10 +205,12 @@ class EventlogSession:
         """Log a model response's items as an ``assistant/message`` before any tool runs (the
         SDK adds them only after its tools return); the SDK's later ``add_items`` of the same
         items then records only their exact spelling. Returns the message's seq."""
-        core = [item for item in items if _kind(item) == "assistant"]
+        core = [item for item in _checked(items) if _kind(item) == "assistant"]
         if not core:
             return None
-        seq = self._log_assistant(core, spell=False, id=_HOOKED + new_id())
+        entry = self._stage("assistant", core, id=_HOOKED + new_id(), spell=False)
+        self._check([entry])  # before the step it opens: a refused reply leaves no trace
+        seq = self._log_assistant(entry)
         self._prelogged.append((seq, core))
         return seq
 
@@ -207,54 +225,75 @@ class EventlogSession:
 
     # -- mapping ------------------------------------------------------------------------
 
-    def _log_group(self, kind: str, group: list[dict[str, Any]]) -> None:
+    def _stage(
+        self, kind: str, group: list[dict[str, Any]], *, id: str | None = None, spell: bool = True
+    ) -> _Staged:
+        """What a group will append, built before anything is (see :meth:`_check`)."""
+        message: Message | None = None
         if kind == "user":
+            message = Message(id=new_id(), role="user", content=_user_parts(group[0]), source=_USER)
+        elif kind == "assistant":
+            message = Message(
+                id=id or new_id(), role="assistant", content=_assistant_parts(group), source=_MODEL
+            )
+        elif kind == "output":
+            part = ToolResultPart(call_id=group[0]["call_id"], content=group[0]["output"])
+            message = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
+        # The exact items are kept too when the core event does not say them as given.
+        spelled = spell and (
+            message is None or to_openai_responses([message], degrade="text") != group
+        )
+        return _Staged(kind, group, message, spelled)
+
+    def _check(self, staged: list[_Staged]) -> None:
+        """Check every payload ``staged`` will append, as ``append`` will: the turn, step and
+        seq numbers the events get are at most ``bound`` (a few events per group), so the
+        sizes checked are at least the real ones."""
+        log = self.log
+        bound = log.head + 1 + 6 * len(staged)
+        for entry in staged:
+            message = entry.message
+            if message is not None:
+                type_, data = _core(entry.kind, bound, bound, message)
+                check_payload(log, type_, data)
+            # A reply the hooks logged first is spelled whatever the conversion gives.
+            if entry.spelled or entry.kind == "assistant":
+                of = None if message is None else bound
+                check_payload(log, ITEMS, Items(items=entry.group, of=of))
+
+    def _log_group(self, entry: _Staged) -> None:
+        kind, group, message = entry.kind, entry.group, entry.message
+        if kind == "user":
+            assert message is not None
             # New input after a model reply starts a new turn; input before any reply (several
             # input items of one run) belongs to the turn it opened.
             line = timeline(self.log)
             if line.step is None or _replied(self.log, line.step.seq):
                 self._close_turn()
             self._open_step(new=False)
-            message = Message(id=new_id(), role="user", content=_user_parts(group[0]), source=_USER)
-            self._append_core("user/message", UserMessage(message=message), group)
+            self._append_core(entry, *_core(kind, 0, 0, message))
         elif kind == "assistant":
             if self._prelogged and _same(self._prelogged[0][1], group):
                 seq, _ = self._prelogged.pop(0)
                 self._spell(seq, group)
             else:
-                self._log_assistant(group)
+                self._log_assistant(entry)
         elif kind == "output":
+            assert message is not None
             turn, step = self._open_step(new=False)
-            item = group[0]
-            part = ToolResultPart(call_id=item["call_id"], content=item["output"])
-            message = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
-            data = ToolResult(turn=turn, step=step, message=message)
-            self._append_core("tool/result", data, group)
+            self._append_core(entry, *_core(kind, turn, step, message))
         else:
             self.log.append(ITEMS, Items(items=group))
 
-    def _log_assistant(
-        self, group: list[dict[str, Any]], *, spell: bool = True, id: str | None = None
-    ) -> int:
+    def _log_assistant(self, entry: _Staged) -> int:
+        assert entry.message is not None
         turn, step = self._open_step(new=True)
-        parts: list[Part] = []
-        for item in group:
-            if item["type"] == "function_call":
-                parts.append(
-                    ToolCallPart(id=item["call_id"], name=item["name"], arguments=item["arguments"])
-                )
-            else:
-                parts.extend(TextPart(text=c["text"]) for c in item["content"])
-        message = Message(id=id or new_id(), role="assistant", content=tuple(parts), source=_MODEL)
-        data = AssistantMessage(turn=turn, step=step, message=message)
-        return self._append_core("assistant/message", data, group, spell=spell)
+        return self._append_core(entry, *_core("assistant", turn, step, entry.message))
 
-    def _append_core(
-        self, type_: str, data: Any, group: list[dict[str, Any]], *, spell: bool = True
-    ) -> int:
+    def _append_core(self, entry: _Staged, type_: str, data: Any) -> int:
         seq = self.log.append(type_, data, surface=APPEND).seq
-        if spell and to_openai_responses([data.message], degrade="text") != group:
-            self._spell(seq, group)
+        if entry.spelled:
+            self._spell(seq, entry.group)
         return seq
 
     def _spell(self, seq: int, group: list[dict[str, Any]]) -> None:
@@ -328,15 +367,43 @@ def _replied(log: Session, start: int) -> bool:
     return any(e.type == "assistant/message" for e in log.events(max(start, log.loaded_from)))
 
 
-def _checked(item: Any) -> dict[str, Any]:
-    if not isinstance(item, dict):
-        raise ValidationError(f"session item {item!r} is not a JSON object")
-    return item
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """One group of items, as it will be appended: ``message`` is its core message (``None``
+    when it has no core equivalent), ``spelled`` whether an ``openai_agents/items`` event keeps
+    the items as given."""
+
+    kind: str
+    group: list[dict[str, Any]]
+    message: Message | None
+    spelled: bool
+
+
+def _core(kind: str, turn: int, step: int, message: Message) -> tuple[str, Any]:
+    """The core event (type and payload) carrying ``message`` of a group of ``kind``."""
+    if kind == "user":
+        return "user/message", UserMessage(message=message)
+    if kind == "assistant":
+        return "assistant/message", AssistantMessage(turn=turn, step=step, message=message)
+    return "tool/result", ToolResult(turn=turn, step=step, message=message)
+
+
+def _checked(items: object) -> list[dict[str, Any]]:
+    if not isinstance(items, list | tuple):
+        raise ValidationError(f"session items must be a list, got {type(items).__name__}")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValidationError(
+                f"Expected a JSON object, got `{type(item).__name__}` - at `$[{i}]` (session items)"
+            )
+    return list(items)
 
 
 def _kind(item: dict[str, Any]) -> str:
     """``user``, ``assistant``, ``output`` (a core equivalent exists) or ``other``."""
     type_ = item.get("type", "message")
+    if not isinstance(type_, str):
+        return "other"
     if type_ == "message" and item.get("role") == "user" and _user_texts(item) is not None:
         return "user"
     if type_ == "message" and item.get("role") == "assistant" and _output_texts(item):
@@ -376,6 +443,18 @@ def _output_texts(item: dict[str, Any]) -> bool:
 
 def _user_parts(item: dict[str, Any]) -> tuple[Part, ...]:
     return tuple(TextPart(text=text) for text in _user_texts(item) or ())
+
+
+def _assistant_parts(group: list[dict[str, Any]]) -> tuple[Part, ...]:
+    parts: list[Part] = []
+    for item in group:
+        if item.get("type") == "function_call":
+            parts.append(
+                ToolCallPart(id=item["call_id"], name=item["name"], arguments=item["arguments"])
+            )
+        else:
+            parts.extend(TextPart(text=c["text"]) for c in item["content"])
+    return tuple(parts)
 
 
 def _groups(items: Iterable[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:

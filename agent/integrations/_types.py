@@ -7,7 +7,10 @@ from typing import Any
 
 from eventlog import EventTypes, ValidationError
 
-__all__ = ("register_ignorable",)
+__all__ = ("register_ignorable", "shown")
+
+#: What a refusal shows of a given value at most (a huge string is not copied into a message).
+_SHOWN = 60
 
 
 def register_ignorable(
@@ -29,3 +32,13 @@ def register_ignorable(
                 f"not the {owner}'s {payload.__name__}"
             )
     return types
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal message shows it: its repr cut to a readable length, or its type
+    when even ``repr`` fails (a structure nested too deep)."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a `{type(value).__name__}`"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."

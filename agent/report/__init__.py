@@ -37,9 +37,6 @@ from ._fates import (
     failed_turns as failed_turns,
 )
 from ._fates import (
-    live_step as live_step,
-)
-from ._fates import (
     result_fate as result_fate,
 )
 from ._fates import (
@@ -96,7 +93,6 @@ __all__ = (
     "call_row",
     "failed_attempts",
     "failed_turns",
-    "live_step",
     "result_fate",
     "session_state",
 )

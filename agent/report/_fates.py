@@ -24,7 +24,6 @@ __all__ = (
     "call_row",
     "failed_attempts",
     "failed_turns",
-    "live_step",
     "result_fate",
     "session_state",
 )
@@ -32,8 +31,8 @@ __all__ = (
 #: ``completed`` (a normal result), ``error`` (the tool failed: it raised, was unknown, got
 #: invalid arguments or returned its own error code), ``not started`` (the body never ran),
 #: ``outcome unknown`` (the body may have run; nobody knows its effect), ``recovered`` (its
-#: logged outcome answered it after a crash), ``in progress`` (started in the open step of a
-#: session a live writer holds: work in progress, not a finding).
+#: logged outcome answered it after a crash), ``in progress`` (not answered yet, and a live
+#: writer holds the session: its agent is still at work on it, nothing to report yet).
 Fate = Literal["completed", "error", "not started", "outcome unknown", "recovered", "in progress"]
 #: Fates that are findings: ``audit`` exits 1 when a call has one. ``outcome unknown`` is one:
 #: the call may have had its effect and nobody knows (a crash cut it; a person must look).
@@ -62,31 +61,29 @@ def call_error(session: Session, call: ToolCallState) -> dict[str, str] | None:
     return None if error is None else {"code": error.code, "name": error.name}
 
 
-def call_fate(session: Session, call: ToolCallState, *, live: bool = False) -> Fate:
+def call_fate(session: Session, call: ToolCallState, *, running: bool = False) -> Fate:
     """What is known about a call's effect.
 
     Answered calls are classed by their ``tool/result``: the error codes recovery (or a cancel)
     writes, any other error code (``error``), a result written by recovery from a logged
     ``tool/outcome`` (``recovered``), or a normal result (``completed``). Unanswered calls are
-    classed the way repair would class them, except a started one in a live writer's open
-    step (``live``): that one is ``in progress``.
-    """
+    ``in progress`` while a live writer holds the session and their step is open (``running``:
+    a reader beside a live agent must not call its call in flight a crash's), else classed the
+    way repair would."""
     if call.result is not None:
         return result_fate(session.events()[call.result].data)
     if call.outcome is not None:
         return "completed"
-    if call.call is None:
-        return "not started"
-    return "in progress" if live else "outcome unknown"
+    if running and _in_open_step(session, call):
+        return "in progress"
+    return "outcome unknown" if call.call is not None else "not started"
 
 
-def live_step(session: Session, running: bool) -> tuple[int, int] | None:
-    """``(turn, step)`` of the step a live writer has open (``running``), else ``None``: its
-    unanswered calls are work in progress (:func:`call_fate`'s ``live``)."""
-    line = timeline(session)
-    if not running or line.turn is None or line.step is None:
-        return None
-    return (line.turn.number, line.step.number)
+def _in_open_step(session: Session, call: ToolCallState) -> bool:
+    """Whether ``call`` belongs to the step still open (one of an ended step that was never
+    answered is the crash's, whoever holds the session now)."""
+    step = timeline(session).step
+    return step is not None and (step.turn, step.number) == (call.turn, call.step)
 
 
 def result_fate(result: ToolResult) -> Fate:
@@ -118,11 +115,9 @@ def call_arguments(session: Session, call: ToolCallState) -> str:
     return ""
 
 
-def call_row(
-    session: Session, call: ToolCallState, live: tuple[int, int] | None = None
-) -> dict[str, Any]:
-    """One call as JSON builtins: where, what, state, fate, error and the proving seqs;
-    ``live`` is :func:`live_step`'s ``(turn, step)``."""
+def call_row(session: Session, call: ToolCallState, *, running: bool = False) -> dict[str, Any]:
+    """One call as JSON builtins: where, what, state, fate, error and the proving seqs
+    (``running``: a live writer holds the session, see :func:`call_fate`)."""
     return {
         "turn": call.turn,
         "step": call.step,
@@ -130,7 +125,7 @@ def call_row(
         "name": call.name,
         "arguments": call_arguments(session, call),
         "state": call.status,
-        "outcome": call_fate(session, call, live=(call.turn, call.step) == live),
+        "outcome": call_fate(session, call, running=running),
         "error": call_error(session, call),
         "seqs": {
             "proposed": call.proposed,

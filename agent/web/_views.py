@@ -18,10 +18,9 @@ from projections import messages, request_header, timeline
 from ..report import (
     RunSpan,
     call_row,
-    describe_session,
+    describe_sessions,
     event_summary,
     failed_attempts,
-    live_step,
     load_session,
     message_text,
     run_spans,
@@ -44,7 +43,6 @@ FATES = (
     ("error", "error (with its code)"),
     ("not started", "not started"),
     ("outcome unknown", "outcome unknown (may have run)"),
-    ("in progress", "in progress (a live writer is running it)"),
     ("recovered", "recovered from its logged outcome"),
     ("interrupted", "interrupted turn (closed by recovery)"),
     ("aborted", "turn stopped early (cancelled, blocked, max tokens)"),
@@ -75,7 +73,10 @@ async def sessions_view(
             cursor = info.id
             if key and str(info.metadata.get(key)) != value:
                 continue
-            row = await describe_session(store, info)
+            described = await describe_sessions(store, [info])
+            if not described:  # deleted since it was listed: gone, not corrupt
+                continue
+            row = described[0]
             if state and row["state"] != state:
                 continue
             row["created"] = timestamp(row["created_at"])
@@ -192,8 +193,9 @@ async def session_view(
     spans = run_spans(session)
     window = _window(spans, first_turn, per_page)
     shown = window["turns"]
-    live = live_step(session, running)
-    calls = [call_row(session, c, live) for c in timeline(session).calls() if c.turn in shown]
+    calls = [
+        call_row(session, c, running=running) for c in timeline(session).calls() if c.turn in shown
+    ]
     for call in calls:
         call["css"] = fate_class(call["outcome"])
     return {

@@ -18,7 +18,18 @@ from .._codec import (
 )
 from .._session import DEFAULT_MAX_EVENT_BYTES
 from ._admit import Departure, check_import
-from ._base import Backend, SessionInfo, SessionRecord, Snapshots, Store
+from ._base import (
+    Backend,
+    BackgroundTask,
+    LeaseReader,
+    MaskedUrl,
+    SessionInfo,
+    SessionRecord,
+    Snapshots,
+    StartsWrites,
+    Store,
+    WritesElsewhere,
+)
 from ._lease_state import writer_alive
 from ._loader import LogLoader
 from ._logstore import DEFAULT_SNAPSHOT_EVERY, DEFAULT_TRIM_EVERY, LogStore
@@ -40,17 +51,22 @@ __all__ = (
     "row_digests",
     "stored_version",
     "verify_rows",
+    "BackgroundTask",
     "Backend",
     "Batch",
     "Departure",
+    "LeaseReader",
     "LogLoader",
     "LogStore",
+    "MaskedUrl",
     "MemoryBackend",
     "MemoryData",
     "SessionInfo",
     "SessionRecord",
     "Snapshots",
+    "StartsWrites",
     "Store",
+    "WritesElsewhere",
     "open_store",
     "writer_alive",
 )

@@ -33,11 +33,15 @@ import anyio
 from anyio.abc import TaskStatus
 
 from eventlog import SessionInfo, StoreWriteError
-from eventlog.stores import Backend, Batch, LogStore, Row, SessionRecord
-from eventlog.stores._base import (
+from eventlog.stores import (
+    Backend,
     BackgroundTask,
+    Batch,
     LeaseReader,
+    LogStore,
     MaskedUrl,
+    Row,
+    SessionRecord,
     Snapshots,
     StartsWrites,
     WritesElsewhere,

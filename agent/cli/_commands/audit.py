@@ -18,7 +18,6 @@ from ...report import (
     failed_attempts,
     failed_turns,
     fault_json,
-    live_step,
     session_state,
     unknown_json,
 )
@@ -35,7 +34,7 @@ _OUTCOME_STYLE = {
     "not started": "yellow",
     "error": "magenta",
     "outcome unknown": "red",
-    "in progress": "blue",
+    "in progress": "cyan",
 }
 
 
@@ -60,9 +59,7 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
         running = await writer_alive(store, loaded.session.id)
     session = loaded.session
     line = timeline(session)
-    # A live writer's open step is work in progress: its started calls are not findings.
-    live = live_step(session, running)
-    calls = [call_row(session, call, live) for call in line.calls()]
+    calls = [call_row(session, call, running=running) for call in line.calls()]
     attempts = failed_attempts(session)
     turns = failed_turns(session)
     findings = _findings(scan(session))

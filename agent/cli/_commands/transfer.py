@@ -14,7 +14,14 @@ from typing import IO, Any, Protocol
 import anyio
 import msgspec
 
-from eventlog import EventLogError, ImportRefusedError, SessionNotFoundError, validate_session_id
+from eventlog import (
+    AttachmentNotFoundError,
+    CorruptLogError,
+    EventLogError,
+    ImportRefusedError,
+    SessionNotFoundError,
+    validate_session_id,
+)
 from eventlog.stores import (
     GENESIS_HASH,
     Departure,
@@ -68,6 +75,13 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
 
 
 async def _run_export(args: argparse.Namespace, ctx: Context) -> int:
+    if args.format in ("jsonl", "html") and args.output in (None, "-") and ctx.out.stdout.isatty():
+        # The file is written byte for byte as stored (its hash chain covers those bytes), so it
+        # cannot be escaped for a screen, and stored text may hold terminal control sequences.
+        raise CliError(
+            f"export writes the {args.format} file as stored, which is not for a terminal: "
+            "use -o FILE, or pipe it"
+        )
     if args.format == "html":
         return await _export_html(args, ctx)
     if args.format == "otlp":
@@ -137,17 +151,7 @@ async def _export_otlp(args: argparse.Namespace, ctx: Context) -> int:
 
 @contextmanager
 def _target(path: str | None, ctx: Context) -> Iterator[_Writable]:
-    """Where an export goes: the file ``path``, else stdout unless it is a terminal.
-
-    :raises CliError: stdout is a terminal: the export carries the stored bytes as they are
-        (its hashes bind them), which a terminal could act on, so it goes to a file or a pipe.
-    """
     if path is None or path == "-":
-        if ctx.out.stdout.isatty():
-            raise CliError(
-                "export writes the stored bytes as they are, which a terminal could act on: "
-                "write it to a file (-o FILE) or a pipe"
-            )
         ctx.out.stdout.flush()
         stream = getattr(ctx.out.stdout, "buffer", None)
         if stream is None:  # a text-only stream (tests capturing stdout): encode ourselves
@@ -268,15 +272,27 @@ async def _import_exports(args: argparse.Namespace, ctx: Context) -> int:
         departures = await _check_all(store, sessions)
         if new_id is not None:
             sessions = [_renamed(sessions[0], new_id)]
-        for exported in sessions:
-            await _must_be_new(store, exported.record.id)
+        present = [s for s in sessions if await _already_stored(store, s)]
+        sessions = [s for s in sessions if s not in present]
+        repaired = await _repair_attachments(store, present)
         await _write_all(store, sessions)
     imported: list[dict[str, Any]] = [{"id": s.record.id, "events": len(s.rows)} for s in sessions]
     if ctx.out.json_mode:
-        ctx.out.json({"imported": imported, "departures": [text for text, _ in departures]})
+        ctx.out.json(
+            {
+                "imported": imported,
+                "present": [s.record.id for s in present],
+                "repaired_attachments": repaired,
+                "departures": [text for text, _ in departures],
+            }
+        )
     else:
         for item in imported:
             ctx.out.line(f"imported session {item['id']}: {counted(item['events'], 'event')}")
+        for exported in present:
+            ctx.out.line(f"session {exported.record.id} is in the store already, identical")
+        if present:
+            ctx.out.line(f"{counted(len(repaired), 'damaged or missing attachment')} restored")
     for text, _ in departures:
         ctx.out.warn(text)
     return _exit_for(bool(departures), args)
@@ -371,12 +387,45 @@ def _read_export(name: str) -> list[ExportedSession]:
         raise CliError(str(exc)) from None
 
 
-async def _must_be_new(store: LogStore, session_id: str) -> None:
+async def _already_stored(store: LogStore, exported: ExportedSession) -> bool:
+    """Whether the store holds this very session already (its stored head and last hash are the
+    export's: the chain binds every event before them), so importing it again changes no event
+    and only restores its attachments (a backup repairs damaged bytes).
+
+    :raises CliError: the store holds another session of that id; nothing was imported.
+    """
+    sid = exported.record.id
     try:
-        await stored_record(store, session_id)
+        record = await stored_record(store, sid)
     except SessionNotFoundError:
-        return
-    raise CliError(f"session {session_id!r} already exists in the store; nothing was imported")
+        return False
+    last = exported.rows[-1] if exported.rows else None
+    if last is None and record.head == -1:
+        return True  # both without events: the same empty session
+    if last is not None and record.head == last.seq:
+        stored = [
+            row async for chunk in store.read_rows(sid, last.seq, last.seq + 1) for row in chunk
+        ]
+        if stored and stored[0].hash == last.hash:
+            return True
+    raise CliError(
+        f"session {sid!r} already exists in the store with other events; nothing was imported "
+        "(--as NEW-ID imports it beside it)"
+    )
+
+
+async def _repair_attachments(store: LogStore, present: list[ExportedSession]) -> list[str]:
+    """Put back each attachment of ``present`` that the store lacks or holds damaged (a put
+    replaces bytes that do not hash to their digest, never good ones); return their digests."""
+    restored: list[str] = []
+    for exported in present:
+        for digest, data in exported.attachments.items():
+            try:
+                await store.get_attachment(digest)
+            except (AttachmentNotFoundError, CorruptLogError):
+                await store.put_attachment(data)
+                restored.append(digest)
+    return restored
 
 
 async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
