@@ -201,3 +201,15 @@ def test_an_exported_page_forbids_every_script(db: Path, tmp_path: Path) -> None
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert policy is not None and "default-src 'none'" in policy[1]
     assert "script-src" not in policy[1]
+
+
+@pytest.mark.parametrize("after", ["-2", str(2**63), "99999999999999999999"])
+def test_a_live_stream_from_a_seq_out_of_range_is_refused_before_it_starts(
+    client: TestClient, after: str
+) -> None:
+    # The stream answered 200 and then failed inside (the store refused the seq), logging a
+    # traceback on the server: now the parameter is checked first, 400 and one line.
+    reply = client.get(f"/s/hostile/live?after={after}")
+    assert reply.status_code == 400
+    assert f"query parameter after=&#x27;{after}&#x27; is out of range" in reply.text
+    assert_secured(reply)

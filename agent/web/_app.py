@@ -40,14 +40,31 @@ __all__ = ("create_app",)
 _encoder = msgspec.json.Encoder()
 
 
-def _int(request: Request, name: str, default: int | None) -> int | None:
+#: The range of a whole-number query parameter: a seq, a turn or a count is a 64-bit integer
+#: (and a seq to read after has one more after it).
+_INT64 = range(-(2**63), 2**63 - 1)
+
+
+def _int(request: Request, name: str, default: int | None, low: int | None = None) -> int | None:
+    """The whole-number query parameter ``name`` (``default`` when absent), checked here, so
+    a view (the live stream above all, which answers 200 before it reads) never meets one
+    the store refuses.
+
+    :raises ValidationError: not a whole number, below ``low``, or past 64 bits.
+    """
     text = request.query_params.get(name, "")
     if text == "":
         return default
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise ValidationError(f"query parameter {name}={text!r} is not a whole number") from None
+    if value not in _INT64 or (low is not None and value < low):
+        lowest = _INT64.start if low is None else low
+        raise ValidationError(
+            f"query parameter {name}={text!r} is out of range ({lowest} to {_INT64.stop - 1})"
+        )
+    return value
 
 
 def create_app(
@@ -143,7 +160,7 @@ def _app_over(store: LogStore) -> Starlette:
 
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
-        after = _int(request, "after", -1)
+        after = _int(request, "after", -1, low=-1)
         await store.record(sid)  # 404 before the stream starts
 
         async def stream() -> AsyncIterator[dict[str, Any]]:
