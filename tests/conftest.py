@@ -29,6 +29,10 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
+# A bug in the command shows its traceback in the tests (and in every command they start),
+# instead of the one line a user gets: it must not pass for a refusal.
+os.environ.setdefault("EVENTLOG_TRACEBACK", "1")
+
 #: True when running the long soak profile (crash tests use more kills).
 SOAK = os.environ.get("EVENTLOG_SOAK") == "1"
 

@@ -116,6 +116,8 @@ NEEDS = [
     (("serve", "--port", "0"), "web"),
     (("export", "balanced", "--format", "html"), "web"),
     (("export", "balanced", "--format", "otlp"), "otel"),
+    # A PostgreSQL store (the later --db wins): asyncpg's ModuleNotFoundError was a traceback.
+    (("sessions", "--json", "--db", "postgresql://postgres@127.0.0.1:5432/eventlog"), "postgres"),
 ]
 #: Commands that need none: plain lines, and every --json.
 PLAIN = [

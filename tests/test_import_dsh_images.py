@@ -19,7 +19,7 @@ async def test_a_tool_result_image_is_an_image_reference() -> None:
     async with open_store("memory:") as store:
         report = await import_dsh(store, DSH_LOGS / "acp-agent--read-image.jsonl")
         # The report says the bytes are not in the log, and what of the attachment was lost.
-        assert any("1 image attachment(s) are referenced by digest" in n for n in report.notes)
+        assert any("1 image attachment is referenced by digest" in n for n in report.notes)
         assert report.losses["image part.attachment.name"] == 1
         session = await store.open(report.session_id)
         history = list(messages(session))

@@ -7,6 +7,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +95,65 @@ def test_names_that_only_look_local_are_refused(client: TestClient, host: str) -
     assert client.get("/", headers={"host": host}).status_code == 400
 
 
+def test_several_host_headers_are_refused(db: Path) -> None:
+    from agent.web import create_app
+
+    # An empty --allow-host names nothing: it does not open the app to an empty Host.
+    app = create_app(url_of(db), allowed_hosts=[""])
+    with TestClient(app, base_url="http://127.0.0.1:8765") as test_client:
+        # Two Host headers, a served one first: a proxy may route by the other, so neither
+        # is trusted (uvicorn's httptools parser passes both on; the guard read the first).
+        for hosts in (["localhost", "evil.example"], ["evil.example", "localhost"]):
+            reply = test_client.get("/", headers=[("host", h) for h in hosts])
+            assert reply.status_code == 400 and "several Host headers" in reply.text, hosts
+            assert_secured(reply)
+        reply = test_client.get("/", headers=[("host", "")])
+        assert reply.status_code == 400 and "hostile" not in reply.text
+
+
+def _raw_request(port: int, request_line: str, host: str) -> tuple[str, dict[str, str]]:
+    """The status line and headers of one request sent as written (no client rewrites it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(f"{request_line}\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    head = reply.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    return head[0], {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])}
+
+
+def test_request_targets_outside_every_route_are_guarded_too(db: Path) -> None:
+    # The real server: request targets a browser never sends but a tester (or proxy) does.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "eventlog", "--db", url_of(db), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(re.findall(r":(\d+)/", server.stdout.readline())[0])
+        # An absolute URI, `*` and an empty path match no mount: the router answers them
+        # itself (404, or a redirect), and those answers used to pass no guard: no headers,
+        # and no Host check (an absolute URI naming this app under a foreign Host got 404).
+        for target, host, status in (
+            ("GET http://evil.example/ HTTP/1.1", "localhost", "404"),
+            ("OPTIONS * HTTP/1.1", "localhost", "404"),
+            ("GET ?q HTTP/1.1", "localhost", "307"),
+            ("GET http://localhost/ HTTP/1.1", "evil.example", "400"),
+            ("OPTIONS * HTTP/1.1", "evil.example", "400"),
+        ):
+            line, headers = _raw_request(port, target, host)
+            assert line.split()[1] == status, (target, host, line)
+            for name, value in HEADERS.items():
+                assert headers.get(name) == value, (target, host, name)
+            assert "default-src 'none'" in headers["content-security-policy"]
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err
+
+
 @pytest.mark.parametrize("host", SERVED)
 def test_loopback_and_allowed_names_are_served(client: TestClient, host: str) -> None:
     reply = client.get("/s/hostile", headers={"host": host})
@@ -138,3 +201,15 @@ def test_an_exported_page_forbids_every_script(db: Path, tmp_path: Path) -> None
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert policy is not None and "default-src 'none'" in policy[1]
     assert "script-src" not in policy[1]
+
+
+@pytest.mark.parametrize("after", ["-2", str(2**63), "99999999999999999999"])
+def test_a_live_stream_from_a_seq_out_of_range_is_refused_before_it_starts(
+    client: TestClient, after: str
+) -> None:
+    # The stream answered 200 and then failed inside (the store refused the seq), logging a
+    # traceback on the server: now the parameter is checked first, 400 and one line.
+    reply = client.get(f"/s/hostile/live?after={after}")
+    assert reply.status_code == 400
+    assert f"query parameter after=&#x27;{after}&#x27; is out of range" in reply.text
+    assert_secured(reply)

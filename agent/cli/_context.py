@@ -68,12 +68,14 @@ async def open_cli_store(
     url: str, *, create: bool = False, types: EventTypes | None = None
 ) -> AsyncIterator[LogStore]:
     """Open the store at ``url`` reading with ``types`` (default: :func:`load_types`); unless
-    ``create``, a SQLite file must already exist and a PostgreSQL schema must hold
-    eventlog's tables (a read command never leaves an empty database, schema or tables behind
-    a mistyped path).
+    ``create``, a SQLite file must already exist and hold eventlog's tables, and a PostgreSQL
+    schema must hold them (a read command never leaves an empty database, schema or tables
+    behind a mistyped path, nor writes eventlog's tables into an empty file or another
+    application's database).
 
-    :raises CliError: the file does not exist, or ``url`` is a ``memory:`` store and not
-        ``create`` (a new process's memory store is empty: a read would report nothing).
+    :raises CliError: the file does not exist or is a database without eventlog's tables, or
+        ``url`` is a ``memory:`` store and not ``create`` (a new process's memory store is
+        empty: a read would report nothing).
     :raises StoreNotFoundError: the PostgreSQL schema holds no eventlog tables, not ``create``.
     """
     if url.startswith("memory:") and not create:
@@ -82,11 +84,21 @@ async def open_cli_store(
             "read (name yours with --db sqlite:///path.db or postgresql://…)"
         )
     path = sqlite_path(url)
-    if path is not None and not create and not path.exists():
-        # The default is the one a newcomer meets without having chosen it (the quickstart
-        # writes sessions.db): say how to name theirs.
-        chosen = ", the default: name yours with --db URL or $EVENTLOG_DB" * (url == DEFAULT_URL)
-        raise CliError(f"no database at {str(path)!r} (store URL {url!r}{chosen})")
+    if path is not None and not create:
+        if not path.exists():
+            # The default is the one a newcomer meets without having chosen it (the quickstart
+            # writes sessions.db): say how to name theirs.
+            chosen = ", the default: name yours with --db URL or $EVENTLOG_DB" * (
+                url == DEFAULT_URL
+            )
+            raise CliError(f"no database at {str(path)!r} (store URL {url!r}{chosen})")
+        from eventlog.stores.sqlite import holds_store
+
+        if holds_store(path) is False:
+            raise CliError(
+                f"{str(path)!r} holds no eventlog store (store URL {url!r}); nothing was "
+                "read or written"
+            )
     options: dict[str, Any] = {}
     if url.startswith(("postgresql://", "postgres://")) and not create:
         options["create_schema"] = False

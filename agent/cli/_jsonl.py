@@ -29,6 +29,8 @@ import msgspec
 from eventlog import attachment_digest
 from eventlog.stores import Row, SessionRecord
 
+from ..report import counted
+
 __all__ = (
     "EXPORT_FORMAT",
     "AttachmentLine",
@@ -147,6 +149,8 @@ def parse_lines(lines: Iterable[bytes], name: str) -> Iterator[ExportedSession]:
     current: ExportedSession | None = None
     number = 0
     for number, text in enumerate(lines, 1):
+        if number == 1:
+            text = text.removeprefix(_BOM)  # an editor's byte-order mark is not a line's
         if not text.strip():
             continue
         item = _decode(text, name, number)
@@ -201,6 +205,8 @@ def _decode(text: bytes, name: str, number: int) -> SessionLine | EventLine | At
         ) from None
 
 
+_BOM = "\ufeff".encode()
+
 #: The field msgspec names in a validation error: ``at `$.time``` or a missing field.
 _FIELD = re.compile(r"at `\$\.(\w+)|missing required field `(\w+)`")
 
@@ -234,7 +240,8 @@ def _complete(session: ExportedSession, name: str) -> ExportedSession:
     number = session.lines[-1] if session.lines else session.line
     if count != session.record.head + 1:
         raise FormatError(
-            f"{name}:{number}: session {session.record.id!r} ends after {count} events, its "
+            f"{name}:{number}: session {session.record.id!r} ends after "
+            f"{counted(count, 'event')}, its "
             f"header (line {session.line}) promises {session.record.head + 1}; the file is cut"
         )
     return session

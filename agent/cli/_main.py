@@ -21,7 +21,13 @@ from ._output import Output
 from ._registry import load_types
 from ._safe import SafeStream
 
-__all__ = ("build_parser", "main")
+__all__ = ("TRACEBACK_VARIABLE", "build_parser", "main")
+
+#: Set (to anything) in the environment, an unexpected exception (a bug, or an app's own code
+#: raising, such as a ``--types`` payload's ``__post_init__``) ends the command with its
+#: traceback instead of one line (the test suite sets it: a bug must show itself there, not
+#: pass for a refusal).
+TRACEBACK_VARIABLE = "EVENTLOG_TRACEBACK"
 
 _EPILOG = """\
 exit codes (one rule for every command; see docs/cli.md):
@@ -43,9 +49,15 @@ class _Parser(argparse.ArgumentParser):
     #: Set by :func:`main` when ``--json`` is on the command line (argparse fails before the
     #: parsed options exist, so the usage error is told how to speak).
     json_errors = False
+    #: The command named on the command line, set by :func:`main`: the top parser reports the
+    #: arguments no parser took, and the help to see is that command's.
+    command: str | None = None
 
     def error(self, message: str) -> NoReturn:
-        text = f"{one_line(message)} (see `{self.prog} --help`)"
+        prog = self.prog
+        if _Parser.command is not None and prog == "eventlog":
+            prog = f"eventlog {_Parser.command}"
+        text = f"{one_line(message)} (see `{prog} --help`)"
         _fail(text, "UsageError", EXIT_USAGE, json_mode=_Parser.json_errors)
         raise SystemExit(EXIT_USAGE)
 
@@ -115,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
     _Parser.json_errors = "--json" in words
+    names = {command.name for command in COMMANDS}
+    _Parser.command = next((word for word in words if word in names), None)
     args = build_parser().parse_args(words)
     json_mode = getattr(args, "json", False)
     out = Output(json_mode=json_mode, command=args.command)
@@ -136,6 +150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         text = f"{exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else "")
         _fail(text, type(exc).__name__, EXIT_USAGE, json_mode=json_mode)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug of ours: still one line, and a way to see it whole
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        text = (
+            f"unexpected error: {type(exc).__name__}: {exc} (run again with "
+            f"{TRACEBACK_VARIABLE}=1 to see where it was raised)"
+        )
+        _fail(text, "UnexpectedError", EXIT_USAGE, json_mode=json_mode)
         return EXIT_USAGE
     return code
 

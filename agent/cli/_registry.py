@@ -33,8 +33,8 @@ def load_types(specs: Sequence[str] = ()) -> EventTypes:
     """The core vocabulary, the integrations' types, and each ``module:attribute`` in ``specs``.
 
     :raises CliError: a spec is malformed, its module does not import, its attribute is
-        missing or is not a registry, or it registers a name already registered with another
-        payload (exit code 2, naming the spec).
+        missing or is not a registry, calling it raises, or it registers a name already
+        registered with another payload (exit code 2, naming the spec).
     """
     types = EventTypes()
     for register in DEFAULT_REGISTRIES:
@@ -67,9 +67,9 @@ def _include(types: EventTypes, value: Any, spec: str) -> None:
     try:
         if callable(value) and not isinstance(value, EventTypes):
             if _takes_registry(value):
-                value(types)
+                _call(value, spec, types)
                 return
-            value = value()
+            value = _call(value, spec)
         if not isinstance(value, EventTypes):
             raise CliError(
                 f"--types {spec!r}: expected an EventTypes, or a function returning one or "
@@ -78,6 +78,15 @@ def _include(types: EventTypes, value: Any, spec: str) -> None:
         _merge(types, value, spec)
     except EventLogError as exc:
         raise CliError(f"--types {spec!r}: {exc}") from exc
+
+
+def _call(function: Callable[..., Any], spec: str, *args: Any) -> Any:
+    try:
+        return function(*args)
+    except EventLogError:
+        raise  # named with the spec by the caller
+    except Exception as exc:  # the app's code failing is the user's spec: say which and why
+        raise CliError(f"--types {spec!r}: calling it raised {type(exc).__name__}: {exc}") from exc
 
 
 def _takes_registry(function: Callable[..., Any]) -> bool:

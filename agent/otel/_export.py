@@ -70,15 +70,14 @@ def export_otlp(
     not accept is retried by the exporter within ``timeout``, and its log lines are collected
     into the error instead of printed.
 
-    :raises ValidationError: ``endpoint`` is not an ``http://`` or ``https://`` URL with a host
-        (and a valid port, if it names one); nothing was sent.
+    :raises ValidationError: ``endpoint`` is not an ``http(s)://host[:port]/…`` URL.
     :raises EventLogError: the receiver cannot be reached or did not accept the spans (the
         message names the endpoint and the reason).
     """
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    url = _traces_url(endpoint)
-    _reachable(session, url, min(timeout, _CONNECT_TIMEOUT))
+    url, host, port = _traces_url(endpoint)
+    _reachable(session, url, host, port, min(timeout, _CONNECT_TIMEOUT))
     spans = session_spans(session, include_content=include_content)
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
     with _collected_logs() as said:
@@ -97,46 +96,47 @@ def export_otlp(
     return len(spans)
 
 
-def _traces_url(endpoint: object) -> str:
-    """The traces URL of ``endpoint`` (a bare ``http://host:port`` gets ``/v1/traces``).
-
-    :raises ValidationError: ``endpoint`` is not an http(s) URL with a host and a valid port.
-    """
-    parts = urllib.parse.urlsplit(endpoint) if isinstance(endpoint, str) else None
-    try:
-        port_ok = parts is not None and (parts.port is None or parts.port > 0)
-    except ValueError:  # a port that is not a number, or out of range
-        port_ok = False
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-        raise ValidationError(
-            f"OTLP endpoint {endpoint!r} is not an http(s) URL with a host and port "
-            f"(the default is {DEFAULT_ENDPOINT})"
-        )
-    assert isinstance(endpoint, str)
-    stripped = endpoint.rstrip("/")
-    return stripped if stripped.endswith("/v1/traces") else stripped + "/v1/traces"
-
-
 #: How long the check that a receiver listens waits for the connection.
 _CONNECT_TIMEOUT = 3.0
 
 
-def _reachable(session: Session, url: str, timeout: float) -> None:
-    """Connect once to the host and port of ``url``, so a dead endpoint fails at once instead
-    of after the exporter's retries.
+def _traces_url(endpoint: str) -> tuple[str, str, int]:
+    """The traces URL of ``endpoint``, its host and its port.
+
+    :raises ValidationError: it is not an ``http(s)://host[:port]/…`` URL.
+    """
+    url = (
+        endpoint
+        if endpoint.rstrip("/").endswith("/v1/traces")
+        else endpoint.rstrip("/") + "/v1/traces"
+    )
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = parts.hostname
+        if parts.scheme not in ("http", "https") or not host:
+            raise ValueError("expected http://host:port/…")
+    except ValueError as exc:  # an unclosed IPv6 bracket, a port out of range, no host
+        raise ValidationError(
+            f"OTLP endpoint {endpoint!r} is not a URL to send to: {exc}",
+            hint="pass --endpoint http://host:4318/v1/traces",
+        ) from None
+    return url, host, port
+
+
+def _reachable(session: Session, url: str, host: str, port: int, timeout: float) -> None:
+    """Connect once to ``host`` and ``port``, so a dead endpoint fails at once instead of
+    after the exporter's retries.
 
     :raises EventLogError: nothing accepts connections there.
     """
-    parts = urllib.parse.urlsplit(url)  # checked by _traces_url: scheme, host, port
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
-        reason = exc.strerror or str(exc)
         raise EventLogError(
             f"session {session.id!r}: cannot reach the OTLP receiver at {url}: "
-            f"{reason or type(exc).__name__}",
+            f"{exc.strerror or exc or type(exc).__name__}",
             session_id=session.id,
             hint="start a receiver there (OTLP over HTTP, protobuf), or pass --endpoint",
         ) from None

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
@@ -39,14 +40,31 @@ __all__ = ("create_app",)
 _encoder = msgspec.json.Encoder()
 
 
-def _int(request: Request, name: str, default: int | None) -> int | None:
+#: The range of a whole-number query parameter: a seq, a turn or a count is a 64-bit integer
+#: (and a seq to read after has one more after it).
+_INT64 = range(-(2**63), 2**63 - 1)
+
+
+def _int(request: Request, name: str, default: int | None, low: int | None = None) -> int | None:
+    """The whole-number query parameter ``name`` (``default`` when absent), checked here, so
+    a view (the live stream above all, which answers 200 before it reads) never meets one
+    the store refuses.
+
+    :raises ValidationError: not a whole number, below ``low``, or past 64 bits.
+    """
     text = request.query_params.get(name, "")
     if text == "":
         return default
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise ValidationError(f"query parameter {name}={text!r} is not a whole number") from None
+    if value not in _INT64 or (low is not None and value < low):
+        lowest = _INT64.start if low is None else low
+        raise ValidationError(
+            f"query parameter {name}={text!r} is out of range ({lowest} to {_INT64.stop - 1})"
+        )
+    return value
 
 
 def create_app(
@@ -67,9 +85,16 @@ def create_app(
     """
     if isinstance(store, str):
         return _app_opening(store, types, allowed_hosts)
-    # The guard wraps the whole app, its error pages included (Starlette's last-resort 500
-    # is sent from inside the app it wraps).
-    return Starlette(routes=[Mount("/", app=HostGuard(_app_over(store), allowed_hosts))])
+    return _guarded(_app_over(store), allowed_hosts)
+
+
+def _guarded(app: Any, allowed_hosts: Iterable[str], lifespan: Any = None) -> Starlette:
+    """``app`` behind the guard, as the outermost middleware: every response passes it, the
+    ones the outer router sends itself included (a request target that is an absolute URI or
+    ``*`` matches no mount: 404; an empty path: a redirect). ``app`` is a Starlette of its own,
+    so its last-resort 500 is sent from inside the guard too."""
+    guard = Middleware(HostGuard, allowed_hosts=tuple(allowed_hosts))
+    return Starlette(routes=[Mount("/", app=app)], middleware=[guard], lifespan=lifespan)
 
 
 def _app_opening(url: str, types: EventTypes | None, allowed_hosts: Iterable[str]) -> Starlette:
@@ -84,8 +109,7 @@ def _app_opening(url: str, types: EventTypes | None, allowed_hosts: Iterable[str
     async def delegate(scope: Any, receive: Any, send: Any) -> None:
         await holder["app"](scope, receive, send)
 
-    guarded = HostGuard(delegate, allowed_hosts)
-    return Starlette(routes=[Mount("/", app=guarded)], lifespan=lifespan)
+    return _guarded(delegate, allowed_hosts, lifespan)
 
 
 def _app_over(store: LogStore) -> Starlette:
@@ -136,7 +160,7 @@ def _app_over(store: LogStore) -> Starlette:
 
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
-        after = _int(request, "after", -1)
+        after = _int(request, "after", -1, low=-1)
         await store.record(sid)  # 404 before the stream starts
 
         async def stream() -> AsyncIterator[dict[str, Any]]:

@@ -70,7 +70,8 @@ class HostGuard:
 
     def __init__(self, app: Any, allowed_hosts: Iterable[str] = ()) -> None:
         self._app = app
-        self._allowed = LOOPBACK_HOSTS | {host_name(h) for h in allowed_hosts}
+        # An empty name would serve a request with an empty Host: it names nothing.
+        self._allowed = LOOPBACK_HOSTS | ({host_name(h) for h in allowed_hosts} - {""})
         self._headers = security_headers()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -85,22 +86,27 @@ class HostGuard:
                 message = {**message, "headers": [*message.get("headers", ()), *extra]}
             await send(message)
 
-        host = _header(scope, b"host")
+        hosts = _headers(scope, b"host")
+        host = hosts[0] if len(hosts) == 1 else None
         if host is None or host_name(host) not in self._allowed:
-            await _refuse(host, send_with_headers)
+            await _refuse(host, send_with_headers, several=len(hosts) > 1)
             return
         await self._app(scope, receive, send_with_headers)
 
 
-def _header(scope: Any, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+def _headers(scope: Any, name: bytes) -> list[str]:
+    return [
+        bytes(value).decode("latin-1")
+        for key, value in scope.get("headers", ())
+        if key.lower() == name
+    ]
 
 
-async def _refuse(host: str | None, send: Any) -> None:
-    shown = "no Host header" if host is None else f"Host {host!r}"
+async def _refuse(host: str | None, send: Any, *, several: bool = False) -> None:
+    # Several Host headers: a proxy and this app could each read another one, so none is
+    # trusted (uvicorn's h11 refuses them itself; its httptools parser passes them on).
+    shown = "several Host headers" if several else "no Host header"
+    shown = shown if host is None else f"Host {host!r}"
     body = (
         f"400 Bad Request: {shown} is not served here (DNS rebinding protection); "
         "use a loopback address, or start `eventlog serve --allow-host NAME`\n"

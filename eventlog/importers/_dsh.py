@@ -119,10 +119,11 @@ class ImportReport(msgspec.Struct, frozen=True, kw_only=True):
     def summary(self) -> str:
         """One human-readable line per fact, for the command line."""
         lines = [
-            f"{self.file} -> session {self.session_id}: {self.events} events "
+            f"{self.file} -> session {self.session_id}: {_counted(self.events, 'event')} "
             f"({self.core} core, {self.extensions} extension, {self.originals} dsh/original) "
-            f"from {self.dsh_events} dsh events; {self.folded} chunk events folded "
-            f"({self.packed_rows} packed rows)",
+            f"from {_counted(self.dsh_events, 'dsh event')}; "
+            f"{_counted(self.folded, 'chunk event')} folded "
+            f"({_counted(self.packed_rows, 'packed row')})",
         ]
         lines += [f"  note: {note}" for note in self.notes]
         lines += [f"  {self.file}:{r.line}: refused ({r.type}): {r.reason}" for r in self.refused]
@@ -222,8 +223,9 @@ def _plan(log: DshLog) -> list[_Planned]:
             plan.append(_Planned(record, refusal=str(exc)))
     for (turn, step), (index, chunks) in unsettled.items():
         plan[index].departures.append(
-            f"{chunks} chunk event(s) of turn {turn} step {step} were never settled by an "
-            "assistant/message; their content is folded away"
+            f"{_counted(chunks, 'chunk event')} of turn {turn} step {step} "
+            f"{'was' if chunks == 1 else 'were'} never settled by an assistant/message; "
+            f"{'its' if chunks == 1 else 'their'} content is folded away"
         )
     return plan
 
@@ -392,8 +394,9 @@ class _Committer:
         digests = {d for event in self.session.events() for d in referenced_digests(event.data)}
         if digests:
             self.notes.append(
-                f"{len(digests)} image attachment(s) are referenced by digest; the log does not "
-                "hold their bytes (store them with store.put_attachment to send them)"
+                f"{_counted(len(digests), 'image attachment')} "
+                f"{'is' if len(digests) == 1 else 'are'} referenced by digest; the log does "
+                "not hold the bytes (store them with store.put_attachment to send them)"
             )
         return ImportReport(
             file=self.log.file,
@@ -412,3 +415,8 @@ class _Committer:
             notes=tuple(self.notes),
             open_turn=self.open_turn,
         )
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 event``, ``2 events``: the report's lines are read by people."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

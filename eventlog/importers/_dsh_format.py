@@ -125,11 +125,15 @@ def read_dsh_lines(path: str | os.PathLike[str]) -> list[str]:
             hint=f"decompress it first (`zstd -d {name}`) and import the plain .jsonl file",
         )
     try:
-        text = raw.decode("utf-8")
+        # utf-8-sig: a byte-order mark an editor put at the start is not part of the log.
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DshFormatError(name, line, f"not UTF-8 text: {exc.reason}") from exc
-    return text.splitlines()
+    # Lines end at "\n" only (and "\r\n"): JSON strings may hold U+2028, U+0085 or U+001C
+    # unescaped, where str.splitlines would cut the line in two.
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def parse_dsh(lines: Iterable[str], *, file: str = "<lines>") -> DshLog:

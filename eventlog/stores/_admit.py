@@ -127,7 +127,7 @@ def _check_record(store: LogStore, record: SessionRecord, count: int) -> None:
     except EventLogError as exc:
         raise _refused(sid, None, "metadata", exc) from None
     if record.head != count - 1:
-        why = f"head {record.head!r} but {count} events"
+        why = f"head {record.head!r} but {count} event{'' if count == 1 else 's'}"
         raise _refused(sid, None, "head", why)
     if (record.parent_id is None) != (record.fork_seq is None):
         field = "fork_seq" if record.parent_id is not None else "parent_id"

@@ -13,7 +13,7 @@ from eventlog.stores import encode_surface
 
 from ...report import describe_sessions, event_json, event_summary, fault_json, timestamp
 from .._context import Context, open_cli_store, stored_record
-from .._errors import EXIT_FINDINGS, EXIT_OK, states_exit
+from .._errors import EXIT_FINDINGS, EXIT_OK, CliError, states_exit
 from .._safe import terminal_safe
 from .._stream import verified_events
 from .._tables import Column, fitted_table, kept_columns, styled
@@ -146,8 +146,15 @@ class _Turns:
 async def _run_show(args: argparse.Namespace, ctx: Context) -> int:
     limit = None if args.all else args.limit
     shown, more, fault = 0, None, None
+    if args.last is not None and args.last < args.first:
+        raise CliError(f"--to {args.last} is before --from {args.first}: no seq is in between")
     async with open_cli_store(ctx.url, types=ctx.types) as store:
         record = await stored_record(store, args.session_id)
+        if args.first > max(0, record.head):  # as replay --at: a seq the log does not have
+            raise CliError(
+                f"--from {args.first}: session {record.id!r} has events 0..{record.head}; "
+                "SEQ is one of them"
+            )
         printer = _JsonPrinter(ctx, record.id) if ctx.out.json_mode else _TextPrinter(ctx)
         turns = _Turns()
         try:

@@ -179,7 +179,9 @@ class _TextBytes:
 
 
 def _configure_import(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="files to import (- for stdin)")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="files to import (- for stdin: exports only)"
+    )
     parser.add_argument(
         "--from",
         dest="source",
@@ -205,10 +207,13 @@ def _configure_import(parser: argparse.ArgumentParser) -> None:
 
 async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
     """Import; a database file this import created (or found empty) is removed again (left
-    empty) when it fails, so a failed import leaves the files as they were."""
+    empty) when it fails, and the PostgreSQL tables (and schema) it created are dropped, so a
+    failed import leaves the database as it was."""
     path = sqlite_path(ctx.url)
     fresh = path is not None and not path.exists()
     empty = path is not None and path.is_file() and path.stat().st_size == 0
+    tables = _sqlite_tables(path)
+    schema = await _postgres_schema(ctx.url)
     try:
         if args.source == "dsh":
             return await _import_dsh(args, ctx)
@@ -218,7 +223,38 @@ async def _run_import(args: argparse.Namespace, ctx: Context) -> int:
             _remove_database(path)
             if empty:
                 path.touch()
+        elif path is not None and tables is not None and not tables:
+            # Another application's database: the tables this import's store made go again.
+            from eventlog.stores.sqlite import drop_created as drop_sqlite_tables
+
+            drop_sqlite_tables(path, tables)
+        if schema is not None and not schema.holds_store:
+            from eventlog.stores.postgres import drop_created
+
+            with anyio.CancelScope(shield=True):
+                await drop_created(ctx.url, schema)
         raise
+
+
+def _sqlite_tables(path: Path | None) -> frozenset[str] | None:
+    """Which of eventlog's tables the SQLite file holds before the import (``None``: not a
+    SQLite store, or it cannot be told)."""
+    if path is None:
+        return None
+    from eventlog.stores.sqlite import store_tables
+
+    return store_tables(path)
+
+
+async def _postgres_schema(url: str) -> Any:
+    """What the PostgreSQL schema of ``url`` holds before the import (``None``: not a
+    PostgreSQL URL, or it cannot be told)."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        return None
+    optional("asyncpg", "postgres", "a postgresql:// store")
+    from eventlog.stores.postgres import holds_store
+
+    return await holds_store(url)
 
 
 def _remove_database(path: Path) -> None:
@@ -399,6 +435,8 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
     reports: list[ImportReport] = []
     if args.as_id is not None and len(args.files) != 1:
         raise CliError(f"--as names one session; {len(args.files)} files were given")
+    if "-" in args.files:  # a dsh log is named in its session's metadata: it is a file
+        raise CliError("--from dsh imports files; '-' (stdin) is read for exports only")
     # Every file is read and checked before the store is opened: a malformed line in any of
     # them imports nothing and leaves the database files as they were.
     for name in args.files:
@@ -425,8 +463,8 @@ async def _import_dsh(args: argparse.Namespace, ctx: Context) -> int:
         changed = len(report.refused) + len(report.departures)
         if changed:
             ctx.out.warn(
-                f"{report.file}: {changed} dsh event(s) not imported as themselves or changed "
-                "on the way in (listed in the report)"
+                f"{report.file}: {counted(changed, 'dsh event')} refused or changed on the "
+                "way in (listed in the report)"
             )
     return _exit_for(any(not r.complete for r in reports), args)
 
@@ -457,7 +495,8 @@ async def _free_dsh_id(store: LogStore, name: str) -> str | None:
 
 def _first_line(name: str) -> bytes:
     with Path(name).open("rb") as file:  # one line of a local file: no need for a thread
-        return file.readline()
+        # Without the byte-order mark an editor may have put first (the importer drops it).
+        return file.readline().removeprefix(b"\xef\xbb\xbf")
 
 
 EXPORT = Command(

@@ -5,5 +5,6 @@ in this package's private modules. See docs/stores.md.
 """
 
 from ._backend import PostgresBackend
+from ._peek import SchemaFound, drop_created, holds_store
 
-__all__ = ("PostgresBackend",)
+__all__ = ("PostgresBackend", "SchemaFound", "drop_created", "holds_store")

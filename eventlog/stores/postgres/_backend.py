@@ -29,7 +29,6 @@ import math
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 import asyncpg
@@ -40,6 +39,7 @@ from ..._codec import Row
 from ..._errors import (
     ClosedError,
     CorruptLogError,
+    EventLogError,
     SessionExistsError,
     ValidationError,
 )
@@ -58,6 +58,7 @@ from ._leases import Leases
 from ._listen import Listener, Notifier
 from ._snapshots import SnapshotMethods
 from ._sql import Statements, setup_schema
+from ._url import malformed, split_url
 
 __all__ = ("PostgresBackend",)
 
@@ -86,7 +87,8 @@ class PostgresBackend(SnapshotMethods, Backend):
     :param connect_timeout: seconds to wait for a connection.
     :param command_timeout: seconds a statement may take before it is cancelled and reported
         (a write round then raises ``StoreWriteError`` and keeps its batch); ``None``: no limit.
-    :raises ValidationError: an option is unknown or out of range.
+    :raises ValidationError: an option is unknown or out of range, or the URL is malformed
+        (it does not parse, or a port is not 1..65535).
     """
 
     #: The server writes a round while the event loop goes on, so the store pipelines many
@@ -123,7 +125,7 @@ class PostgresBackend(SnapshotMethods, Backend):
             raise ValidationError(f"create_schema must be True or False, got {create_schema!r}")
         if pool_size < 1:
             raise ValidationError(f"pool_size must be at least 1, got {pool_size!r}")
-        self._dsn, url_schema, self.display_url = _split_url(url)
+        self._dsn, url_schema, self.display_url = split_url(url)
         if unknown:
             raise ValidationError(
                 f"unknown option(s) for {self.display_url!r}: {', '.join(sorted(unknown))}"
@@ -183,15 +185,20 @@ class PostgresBackend(SnapshotMethods, Backend):
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        with self._translate("connecting"):
-            self._pool = await asyncpg.create_pool(
-                self._dsn,
-                min_size=1,
-                max_size=self._pool_size,
-                server_settings=self._settings,
-                timeout=self._connect_timeout,
-                command_timeout=self._command_timeout,
-            )
+        try:
+            with self._translate("connecting"):
+                self._pool = await asyncpg.create_pool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    server_settings=self._settings,
+                    timeout=self._connect_timeout,
+                    command_timeout=self._command_timeout,
+                )
+        except (ValueError, OverflowError) as exc:  # asyncpg parses the DSN only here
+            if isinstance(exc, EventLogError):
+                raise
+            raise malformed(self.display_url, exc) from exc
         try:
             with self._translate("creating the schema"):
                 async with self._pool.acquire() as conn:
@@ -465,19 +472,6 @@ class PostgresBackend(SnapshotMethods, Backend):
         if stored is None or stored > head:
             return
         await changed.wait()
-
-
-def _split_url(url: str) -> tuple[str, str | None, str]:
-    """``(dsn for asyncpg, schema from the query, url without password)``."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = next((v for k, v in query if k == "schema"), None)
-    rest = urlencode([(k, v) for k, v in query if k != "schema"])
-    dsn = urlunsplit(parts._replace(query=rest))
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    return dsn, schema, urlunsplit(parts._replace(netloc=netloc))
 
 
 def _row_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:

@@ -5,5 +5,13 @@ thread) lives in this package's private modules. See docs/stores.md.
 """
 
 from ._backend import SQLITE_OPTIONS, SQLiteBackend, parse_sqlite_url
+from ._peek import drop_created, holds_store, store_tables
 
-__all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
+__all__ = (
+    "SQLITE_OPTIONS",
+    "SQLiteBackend",
+    "drop_created",
+    "holds_store",
+    "parse_sqlite_url",
+    "store_tables",
+)
