@@ -5,11 +5,12 @@ from __future__ import annotations
 from .audit import AUDIT
 from .base import Command
 from .follow import FOLLOW, FORK
+from .importing import IMPORT
 from .listing import SESSIONS, SHOW
 from .recover import RECOVER
 from .replay import REPLAY
 from .serve import SERVE
-from .transfer import EXPORT, IMPORT
+from .transfer import EXPORT
 from .verify import VERIFY
 
 __all__ = (

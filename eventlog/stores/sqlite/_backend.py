@@ -415,12 +415,12 @@ class SQLiteBackend(Backend):
         with _translated(self.path, f"storing attachment {digest}", write=True):
             await self._call_writer(insert_attachment, digest, data)
 
-    # -- reads (the reader connection) ---------------------------------------------------------
-
     async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
         self._check()
         with _translated(self.path, "storing a snapshot", write=True, session_id=session_id):
             return await self._call_writer(insert_snapshot, session_id, seq, hash, data)
+
+    # -- reads (the reader connection) ---------------------------------------------------------
 
     async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
         self._check()
