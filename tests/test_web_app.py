@@ -211,3 +211,16 @@ def test_a_long_session_is_drawn_a_page_of_turns_at_a_time(tmp_path: Path) -> No
         labels = re.findall(r'<div class="label" title="(turn \d+)"', first)
         assert labels[0] == "turn 1" and labels[-1] == "turn 50" and len(labels) == 50
         assert 'rel="next" href="?turn=51"' in first
+
+
+def test_the_live_stream_of_a_log_that_cannot_be_followed_ends_saying_why(
+    client: TestClient,
+) -> None:
+    # Following the damaged session meets the damage: the stream sends an `end` event naming
+    # it and closes, instead of dropping the connection mid-stream (a browser logged
+    # ERR_INCOMPLETE_CHUNKED_ENCODING, and its EventSource reconnected to meet it again).
+    with client.stream("GET", "/s/corrupt/live", params={"after": 1}) as reply:
+        assert reply.status_code == 200
+        text = "".join(reply.iter_text())
+    assert "event: end" in text
+    assert f"seq {CORRUPT_SEQ}" in text.split("event: end", 1)[1]

@@ -173,6 +173,11 @@ def _app_over(store: LogStore) -> Starlette:
                         "id": str(event.seq),
                         "data": _encoder.encode(data).decode(),
                     }
+            except EventLogError as exc:
+                # The log cannot be followed further (damaged, deleted or replaced): say why
+                # and end the stream, rather than drop the connection in the middle of it
+                # (the browser's EventSource would only reconnect and meet the same).
+                yield {"event": "end", "data": _encoder.encode({"reason": str(exc)}).decode()}
             finally:
                 with contextlib.suppress(Exception):
                     await follow.aclose()  # type: ignore[attr-defined]

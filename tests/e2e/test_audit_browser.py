@@ -69,7 +69,7 @@ class Watched:
 
     def _console(self, message: ConsoleMessage) -> None:
         if message.type == "error":
-            self.errors.append(message.text)
+            self.errors.append(f"{message.text} ({message.location.get('url', '?')})")
 
     def _page_error(self, error: Error) -> None:
         self.errors.append(str(error))

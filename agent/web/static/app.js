@@ -25,6 +25,10 @@
 
   source.addEventListener("open", function () { status.textContent = "live"; });
   source.addEventListener("error", function () { status.textContent = "reconnecting…"; });
+  source.addEventListener("end", function (message) {  // the server cannot follow the log
+    source.close();
+    status.textContent = "stopped: " + JSON.parse(message.data).reason;
+  });
   source.addEventListener("append", function (message) {
     var event = JSON.parse(message.data);
     var item = document.createElement("li");
