@@ -35,9 +35,9 @@ from recovery import (
     UNKNOWN_TOOL,
 )
 
-from ._agent import Agent, TurnOutcome
-from ._assembly import Assembler, Reply
-from ._compaction import (
+from ._loop._agent import Agent, TurnOutcome
+from ._loop._assembly import Assembler, Reply
+from ._loop._compaction import (
     AutoCompaction,
     CompactionResult,
     Summarizer,
@@ -47,10 +47,10 @@ from ._compaction import (
     model_summarizer,
     plan_auto,
 )
-from ._errors import AgentBusyError, AgentConfigError, CompactionError, OpenTurnError
-from ._execution import ExecutionReport, ToolExecutor
-from ._inbox import Admission, prompt, submit
-from ._model import (
+from ._loop._errors import AgentBusyError, AgentConfigError, CompactionError, OpenTurnError
+from ._loop._execution import ExecutionReport, ToolExecutor
+from ._loop._inbox import Admission, prompt, submit
+from ._loop._model import (
     Chunk,
     Finish,
     FinishKind,
@@ -61,9 +61,9 @@ from ._model import (
     TextDelta,
     ToolCallDelta,
 )
-from ._retry import RetryPolicy
-from ._scripted import Response, ScriptedModel
-from ._tools import (
+from ._loop._retry import RetryPolicy
+from ._loop._scripted import Response, ScriptedModel
+from ._loop._tools import (
     FunctionTool,
     Tool,
     ToolArgumentsError,

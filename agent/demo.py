@@ -29,10 +29,7 @@ import msgspec
 from eventlog import Event, Message, Session, ToolCallPart, open_store
 from projections import messages, timeline
 
-from ._agent import Agent
-from ._model import ModelRequest
-from ._scripted import Response, ScriptedModel
-from ._tools import FunctionTool, ToolOutput, tool
+from . import Agent, FunctionTool, ModelRequest, Response, ScriptedModel, ToolOutput, tool
 
 __all__ = ("main",)
 

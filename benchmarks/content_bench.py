@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from agent._attachments import AttachmentCache
+from agent._loop._attachments import AttachmentCache
 from eventlog import ImagePart, UserMessage, open_store
 from projections import messages
 

@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 from agent import Agent, ModelError, ModelRequest, Response, RetryPolicy, ScriptedModel
-from agent._interrupt import Interrupter
-from agent._scripted import ScriptEntry
+from agent._loop._interrupt import Interrupter
+from agent._loop._scripted import ScriptEntry
 from eventlog import ToolCallPart, open_store
 from tests.agent_children.support import events_of
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from eventlog import Usage, needs_extra
 from projections import Degrade, anthropic_request
 
-from .._model import (
+from .._loop._model import (
     Chunk,
     Finish,
     FinishKind,

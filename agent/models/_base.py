@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Protocol, Self
 
 from projections import Degrade
 
-from .._checks import check_choice, check_optional_str, check_seconds, check_str, refuse
-from .._model import Chunk, Finish, ModelRequest
+from .._loop._checks import check_choice, check_optional_str, check_seconds, check_str, refuse
+from .._loop._model import Chunk, Finish, ModelRequest
 from ._errors import provider_errors
 
 __all__ = ("ProviderModel", "StreamState")

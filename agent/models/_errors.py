@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._model import ModelError
+from .._loop._model import ModelError
 
 __all__ = ("provider_errors", "provider_message", "retry_after")
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from eventlog import Usage, needs_extra
 from projections import Degrade, openai_request
 
-from .._model import (
+from .._loop._model import (
     Chunk,
     Finish,
     FinishKind,
