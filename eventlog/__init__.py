@@ -43,11 +43,11 @@ from ._message import (
     attachment_digest,
     new_id,
 )
+from ._precheck import check_payload, check_room
 from ._prefix import PrefixView
 from ._registry import EventTypes
 from ._session import EventsView, Session
 from ._snapshot_state import SnapshotState, register_snapshot_state
-from ._staging import check_payload, check_room
 from ._strict import DEFAULT_MAX_NESTING, find_invalid
 from ._surface import SurfaceIndex, fold_surface
 from ._vocabulary import (

@@ -3,8 +3,8 @@
 An event references an attachment by digest (``ImagePart.attachment``); the digest sits in the
 event's bytes, so the hash chain covers it. The bytes live in the backend's ``attachments``
 table and are read only when asked for: opening a session never touches them. Every read
-re-hashes the bytes, so a changed attachment is caught where it is used, and
-:func:`verify_attachments` checks all those a session references, naming the event.
+re-hashes the bytes (``eventlog.stores._attachment_reads``, the one piece that talks to a
+backend), so a changed attachment is caught where it is used.
 
 Stored bytes that no longer hash to their digest are replaced by the next put of the right
 bytes (:func:`replaces`), so putting them again (or importing an export that holds them)
@@ -16,32 +16,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from ._codec import Row, decode_event
-from ._errors import AttachmentNotFoundError, CorruptLogError, ValidationError
+from ._errors import ValidationError
 from ._message import _DIGEST, Message, attachment_digest
 from ._registry import EventTypes
-
-if TYPE_CHECKING:
-    from .stores import Backend
 
 __all__ = (
     "MENTION",
     "attached_digests",
     "attachment_bytes",
     "check_digest",
-    "checked_attachment",
     "may_reference",
     "mentioned_digests",
     "referenced_digests",
     "replaces",
     "row_digests",
     "unmentioned",
-    "verify_attachments",
-    "verify_session",
 )
 
 #: Every stored reference contains this (a msgspec-encoded ``"attachment":"sha256:…"``): rows
@@ -130,38 +123,6 @@ def unmentioned(candidates: Iterable[str], datas: Iterable[bytes]) -> set[str]:
     return left
 
 
-async def checked_attachment(
-    backend: Backend, digest: str, *, session_id: str | None = None, seq: int | None = None
-) -> bytes:
-    """The bytes stored under ``digest``, after checking they hash to it.
-
-    :raises ValidationError: ``digest`` is not a content address.
-    :raises AttachmentNotFoundError: nothing is stored under ``digest``.
-    :raises CorruptLogError: the stored bytes do not hash to ``digest`` (names the event
-        ``seq`` that references it, when given).
-    """
-    where = "" if seq is None else f"session {session_id!r}, seq {seq}: "
-    check_digest(digest)
-    data = await backend.get_attachment(digest)
-    if data is None:
-        raise AttachmentNotFoundError(
-            f"{where}attachment {digest} is not stored",
-            session_id=session_id,
-            seq=seq,
-            hint="store its bytes with store.put_attachment",
-        )
-    if attachment_digest(data) != digest:
-        raise CorruptLogError(
-            f"{where}attachment {digest} was altered: its stored bytes hash to "
-            f"{attachment_digest(data)}",
-            session_id=session_id,
-            seq=seq,
-            hint="store the right bytes again (store.put_attachment): they replace the "
-            "altered ones",
-        )
-    return data
-
-
 def may_reference(row: Row) -> bool:
     """Whether ``row`` may reference an attachment (a byte search, no decoding)."""
     return _MARK in row.data
@@ -194,31 +155,3 @@ def _walk(value: object, found: list[str]) -> None:
     elif isinstance(value, tuple | list):
         for item in value:
             _walk(item, found)
-
-
-async def verify_attachments(
-    backend: Backend, session_id: str, rows: Iterable[tuple[int, Iterable[str]]]
-) -> int:
-    """Check every attachment each ``(seq, digests)`` references; return how many were checked.
-
-    :raises AttachmentNotFoundError: one is missing (names the first event referencing it).
-    :raises CorruptLogError: one was altered (names the first event referencing it).
-    """
-    checked: set[str] = set()
-    for seq, digests in rows:
-        for digest in digests:
-            if digest not in checked:
-                await checked_attachment(backend, digest, session_id=session_id, seq=seq)
-                checked.add(digest)
-    return len(checked)
-
-
-async def verify_session(backend: Backend, types: EventTypes, session_id: str) -> int:
-    """:func:`verify_attachments` of every attachment the stored events of ``session_id``
-    reference (see :meth:`~eventlog.stores.Store.verify_attachments`)."""
-    references: list[tuple[int, list[str]]] = []
-    async for chunk in backend.read_rows(session_id, 0, None):
-        references.extend(
-            (row.seq, row_digests(row, types, session_id=session_id)) for row in chunk
-        )
-    return await verify_attachments(backend, session_id, references)

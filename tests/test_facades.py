@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -99,9 +99,12 @@ def _owner(name: str) -> str:
     return ".".join(parts)
 
 
-def _imports(name: str, source: str, is_package: bool) -> Iterator[tuple[int, str, str | None]]:
+def _imports(
+    name: str, source: str, is_package: bool, modules: Collection[str] = MODULES
+) -> Iterator[tuple[int, str, str | None]]:
     """Every import in a module as ``(line, module, name)``; ``name`` is None for ``import m``
-    and for a ``from m import x`` whose ``x`` is itself a module (then ``module`` is ``m.x``)."""
+    and for a ``from m import x`` whose ``x`` is itself a module of ``modules`` (then
+    ``module`` is ``m.x``). Relative imports are resolved against ``name``."""
     package = name if is_package else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -115,7 +118,7 @@ def _imports(name: str, source: str, is_package: bool) -> Iterator[tuple[int, st
                 module = node.module or ""
             for alias in node.names:
                 submodule = f"{module}.{alias.name}"
-                if submodule in MODULES:
+                if submodule in modules:
                     yield node.lineno, submodule, None
                 else:
                     yield node.lineno, module, alias.name

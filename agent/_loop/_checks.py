@@ -8,20 +8,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eventlog import DEFAULT_MAX_NESTING, find_invalid
 
 from ._errors import AgentConfigError
 
-if TYPE_CHECKING:  # _model checks its own arguments with these
-    from ._model import Model
-
 __all__ = (
     "check_callable",
     "check_choice",
     "check_count",
-    "check_model",
     "check_optional_str",
     "check_params",
     "check_seconds",
@@ -77,18 +73,6 @@ def check_seconds(where: str, name: str, value: object, *, positive: bool = Fals
         bound = "> 0" if positive else ">= 0"
         raise refuse(where, name, f"a finite number of seconds {bound}", value)
     return seconds
-
-
-def check_model(where: str, model: object) -> Model:
-    """Something with a string ``name`` and a ``stream`` method (the :class:`~agent.Model`
-    protocol)."""
-    expected = "a Model (a string `name` and a `stream(request)` method, e.g. OpenAIChat)"
-    if not callable(getattr(model, "stream", None)):
-        raise refuse(where, "model", expected, model)
-    name = getattr(model, "name", None)
-    if not isinstance(name, str):
-        raise refuse(where, "model", expected + f"; its name is {described(name)}", model)
-    return model  # type: ignore[return-value]
 
 
 def check_callable(where: str, name: str, value: object, expected: str) -> Callable[..., Any]:

@@ -38,9 +38,9 @@ from eventlog import (
 )
 from projections import timeline
 
-from ._checks import check_callable, check_count, check_model, check_str
+from ._checks import check_callable, check_count, check_str
 from ._errors import CompactionError
-from ._model import Finish, Model, ModelError, ModelRequest, TextDelta
+from ._model import Finish, Model, ModelError, ModelRequest, TextDelta, check_model
 
 __all__ = (
     "AutoCompaction",

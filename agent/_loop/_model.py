@@ -15,7 +15,7 @@ import msgspec
 
 from eventlog import Message, ToolSpec, Usage
 
-from ._checks import refuse
+from ._checks import described, refuse
 
 __all__ = (
     "Chunk",
@@ -27,6 +27,7 @@ __all__ = (
     "ReasoningDelta",
     "TextDelta",
     "ToolCallDelta",
+    "check_model",
 )
 
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "error"]
@@ -140,3 +141,15 @@ class Model(Protocol):
     def name(self) -> str: ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]: ...
+
+
+def check_model(where: str, model: object) -> Model:
+    """Something with a string ``name`` and a ``stream`` method (the :class:`~agent.Model`
+    protocol)."""
+    expected = "a Model (a string `name` and a `stream(request)` method, e.g. OpenAIChat)"
+    if not callable(getattr(model, "stream", None)):
+        raise refuse(where, "model", expected, model)
+    name = getattr(model, "name", None)
+    if not isinstance(name, str):
+        raise refuse(where, "model", expected + f"; its name is {described(name)}", model)
+    return model  # type: ignore[return-value]

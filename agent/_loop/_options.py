@@ -11,9 +11,9 @@ from typing import Any
 
 from eventlog import Session, Store
 
-from ._checks import check_count, check_model, check_optional_str, check_params, check_str, refuse
+from ._checks import check_count, check_optional_str, check_params, check_str, refuse
 from ._compaction import AutoCompaction
-from ._model import Model
+from ._model import Model, check_model
 from ._retry import RetryPolicy
 from ._tools import Body, Tool, Toolbox
 

@@ -1,14 +1,20 @@
-"""``EventlogHooks``: the SDK's ``RunHooks`` that log a tool call before its body runs."""
+"""``EventlogHooks``: the SDK's ``RunHooks`` that log a tool call before its body runs.
+
+What the hooks call on the session they log into is listed by :class:`HookedSession`
+here, so this module imports nothing of the session's: ``EventlogSession`` (which builds its
+hooks) satisfies the protocol, and the two halves do not import each other.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agents import RunHooks
 
 from eventlog import (
     Message,
     MessageSource,
+    Session,
     ToolCall,
     ToolOutcome,
     ToolResultPart,
@@ -16,12 +22,30 @@ from eventlog import (
     new_id,
 )
 
-if TYPE_CHECKING:
-    from ._openai_agents_session import EventlogSession
-
-__all__ = ("EventlogHooks",)
+__all__ = ("EventlogHooks", "HookedSession")
 
 _TOOL = MessageSource(kind="tool")
+
+
+class HookedSession(Protocol):
+    """What :class:`EventlogHooks` call on the session they log into (``EventlogSession``)."""
+
+    @property
+    def log(self) -> Session:
+        """The eventlog session the items are events of."""
+
+    @property
+    def session_id(self) -> str:
+        """Its id."""
+
+    def log_model_output(self, items: list[dict[str, Any]]) -> int | None:
+        """Log a model response's items before any tool runs; the message's seq, if any."""
+
+    def step(self) -> tuple[int, int] | None:
+        """The open ``(turn, step)``, or ``None``."""
+
+    def end_turn(self) -> None:
+        """Close the open step and turn when every call in it is answered."""
 
 
 class EventlogHooks(RunHooks[Any]):
@@ -41,7 +65,7 @@ class EventlogHooks(RunHooks[Any]):
     :class:`~eventlog.ValidationError` out of the run and leaves the log as it was.
     """
 
-    def __init__(self, session: EventlogSession) -> None:
+    def __init__(self, session: HookedSession) -> None:
         self.session = session
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:

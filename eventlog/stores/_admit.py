@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from .._attachments import checked_attachment, referenced_digests
+from .._attachments import referenced_digests
 from .._codec import Row, decode_surface
 from .._errors import (
     AttachmentNotFoundError,
@@ -44,6 +44,7 @@ from .._ids import validate_session_id
 from .._session import Session
 from .._strict import INT64_MAX, check_int
 from .._vocabulary import SessionForked
+from ._attachment_reads import checked_attachment
 from ._base import SessionRecord
 from ._loader import LogLoader
 from ._logstore import LogStore, _metadata

@@ -19,7 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-from .._attachments import attached_digests, attachment_bytes, checked_attachment, verify_session
+from .._attachments import attached_digests, attachment_bytes
 from .._codec import (
     GENESIS_HASH,
     Row,
@@ -54,6 +54,7 @@ from .._strict import (
     on_fresh_stack,
 )
 from .._vocabulary import SessionForked
+from ._attachment_reads import checked_attachment, verify_session
 from ._base import (
     Backend,
     BackgroundTask,

@@ -23,7 +23,7 @@ times at most), so a fault is reported only for a log that held still while it w
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -40,15 +40,28 @@ from .._session import Session
 from ._base import Backend, SessionRecord
 from ._loader import LogLoader
 
-if TYPE_CHECKING:
-    from ._logstore import LogStore
-
 __all__ = ("follow_events", "head_fault", "open_salvaged", "replaced", "same_session", "settled")
 
 T = TypeVar("T")
 
 
-async def open_salvaged(store: LogStore, sid: str) -> Session:
+class _Store(Protocol):
+    """What :func:`open_salvaged` uses of the ``LogStore`` that calls it with itself: the store
+    module imports this one, so the store is described here rather than imported."""
+
+    @property
+    def backend(self) -> Backend: ...
+
+    async def _load(
+        self, sid: str, *, salvage: bool, limit: int | None = None
+    ) -> tuple[LogLoader, EventLogError | None]: ...
+
+    def _wrap(
+        self, sid: str, loaded: LogLoader, record: SessionRecord, *, read_only: bool
+    ) -> Session: ...
+
+
+async def open_salvaged(store: _Store, sid: str) -> Session:
     """``store.open(sid, salvage=True)`` after its arguments were checked.
 
     :raises SessionNotFoundError: no such session (also when it is deleted while being read).
@@ -68,7 +81,7 @@ async def open_salvaged(store: LogStore, sid: str) -> Session:
 _ATTEMPTS = 3
 
 
-async def _read(store: LogStore, sid: str) -> tuple[SessionRecord, LogLoader, EventLogError | None]:
+async def _read(store: _Store, sid: str) -> tuple[SessionRecord, LogLoader, EventLogError | None]:
     """One read of the session: its record, its loaded log, and the fault that read found."""
     backend = store.backend
     record = await backend.get_session(sid)

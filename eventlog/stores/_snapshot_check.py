@@ -23,7 +23,7 @@ the stored events and compares.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
@@ -32,14 +32,25 @@ from .._errors import CorruptLogError, EventLogError
 from .._event import Event
 from .._registry import EventTypes
 from .._snapshot_state import SnapshotState, snapshot_states
-from ._base import Backend, Snapshots
+from ._base import Backend, SessionRecord, Snapshots
 from ._loader import LogLoader
 from ._snapshots import Restored, SnapshotFault, decode_snapshot
 
-if TYPE_CHECKING:
-    from ._logstore import LogStore
-
 __all__ = ("usable_snapshot", "verify_snapshot")
+
+
+class _Store(Protocol):
+    """What :func:`verify_snapshot` reads of the ``LogStore`` that calls it with itself: the
+    store module imports this one, so the store is described here rather than imported."""
+
+    @property
+    def backend(self) -> Backend: ...
+
+    @property
+    def types(self) -> EventTypes: ...
+
+    async def record(self, session_id: str) -> SessionRecord: ...
+
 
 logger = logging.getLogger("eventlog.store")
 
@@ -164,7 +175,7 @@ async def _same_as_stored(
 # -- the full check ----------------------------------------------------------------------------
 
 
-async def verify_snapshot(store: LogStore, sid: str) -> int | None:
+async def verify_snapshot(store: _Store, sid: str) -> int | None:
     """See :meth:`~eventlog.Store.verify_snapshot`."""
     await store.record(sid)  # raises SessionNotFoundError
     backend = store.backend
