@@ -3,8 +3,10 @@ extra. Every command's ``--help`` works; a command run without the extra it need
 in one line (exit 2), never a traceback; ``--json`` needs no extra.
 
 The environment is a real virtualenv (``python -m venv --without-pip``) whose site-packages
-holds only a ``.pth`` naming this checkout and a directory of links to the base packages
-installed here: built in a fraction of a second, once per test session, with no network.
+holds only a ``.pth`` naming this checkout, a directory of links to the base packages installed
+here, and the distribution's metadata as an install writes it (its name, version and console
+script, from ``pyproject.toml``): built in a fraction of a second, once per test session, with
+no network.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import subprocess
+import tomllib
 import venv
 from pathlib import Path
 from typing import Any
@@ -28,10 +31,35 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE = ("msgspec", "anyio", "idna", "typing_extensions")
 
 
+def _metadata(target: Path) -> Path:
+    """The distribution's metadata that an install writes and the command reads: its name and
+    version (``eventlog --version``) and its console scripts (what ``python -m eventlog``
+    runs), from ``pyproject.toml``."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    info = target / f"agent_eventlog-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    scripts = "".join(f"{name} = {target}\n" for name, target in project["scripts"].items())
+    (info / "entry_points.txt").write_text(f"[console_scripts]\n{scripts}")
+    return target
+
+
 @pytest.fixture(scope="session")
 def base_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A virtualenv's python that sees this checkout and the base packages, nothing else."""
-    home = tmp_path_factory.mktemp("base-venv")
+    """A virtualenv's python that sees this checkout installed and the base packages, nothing
+    else."""
+    return _environment(tmp_path_factory.mktemp("base-venv"), installed=True)
+
+
+@pytest.fixture(scope="session")
+def checkout_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same, with the checkout only put on ``sys.path``: no distribution is installed."""
+    return _environment(tmp_path_factory.mktemp("checkout-venv"), installed=False)
+
+
+def _environment(home: Path, *, installed: bool) -> Path:
     venv.EnvBuilder(with_pip=False, symlinks=True).create(home / "env")
     python = home / "env" / "bin" / "python"
     site = Path(
@@ -49,7 +77,8 @@ def base_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         source = Path(module.__file__ or "")
         source = source.parent if source.name == "__init__.py" else source
         (deps / source.name).symlink_to(source)
-    (site / "eventlog-checkout.pth").write_text(f"{ROOT}\n{deps}\n")
+    paths = [ROOT, deps, *([_metadata(home / "meta")] if installed else [])]
+    (site / "eventlog-checkout.pth").write_text("".join(f"{path}\n" for path in paths))
     return python
 
 
@@ -105,6 +134,27 @@ def test_every_help_works_on_the_base_install(base_python: Path) -> None:
     result = run(base_python, "-c", script)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert json.loads(result.stdout) == {name: [0, True] for name in names}
+
+
+def test_python_m_eventlog_runs_the_installed_console_script(
+    base_python: Path, checkout_python: Path
+) -> None:
+    # `python -m eventlog` runs what the distribution declares as the `eventlog` script: its
+    # --version is the installed distribution's.
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    shown = run(base_python, "-m", "eventlog", "--version")
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, f"eventlog {version}\n", "")
+    # A checkout only put on sys.path declares no script: one line saying what to install,
+    # exit 2, whatever the arguments.
+    for args in (("--version",), ("--help",), ("sessions",)):
+        bare = run(checkout_python, "-m", "eventlog", *args)
+        assert (bare.returncode, bare.stdout) == (2, ""), bare.stderr
+        assert bare.stderr == (
+            "python -m eventlog: the 'eventlog' console script of agent-eventlog is not "
+            "installed: pip install agent-eventlog (in a checkout: pip install -e .)\n"
+        )
+    # Everything else works there as installed: the library, and the command by its module.
+    assert run(checkout_python, "-m", "agent.cli", "--help").returncode == 0
 
 
 #: Commands that need an extra, and which.
