@@ -27,6 +27,8 @@ from eventlog import MissingExtraError, needs_extra
 from .cli_fixtures import shared_runs_db, url_of
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The checkout's packages, each put on the environments' path by itself.
+PACKAGES = ("eventlog", "projections", "recovery", "agent")
 #: The base install's dependencies (pyproject ``dependencies``) and theirs.
 BASE = ("msgspec", "anyio", "idna", "typing_extensions")
 
@@ -77,14 +79,21 @@ def _environment(home: Path, *, installed: bool) -> Path:
         source = Path(module.__file__ or "")
         source = source.parent if source.name == "__init__.py" else source
         (deps / source.name).symlink_to(source)
-    paths = [ROOT, deps, *([_metadata(home / "meta")] if installed else [])]
+    # The packages, not the checkout's root: an editable install leaves its metadata
+    # (agent_eventlog.egg-info) there, which would make a bare checkout look installed.
+    for package in PACKAGES:
+        (deps / package).symlink_to(ROOT / package)
+    paths = [deps, *([_metadata(home / "meta")] if installed else [])]
     (site / "eventlog-checkout.pth").write_text("".join(f"{path}\n" for path in paths))
     return python
 
 
 def run(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Run from the environment's home, not the checkout: `python -m` puts the working
+    # directory first on sys.path, which would again show the checkout's metadata.
+    home = python.parents[2]
     return subprocess.run(
-        [str(python), *args], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT
+        [str(python), *args], capture_output=True, text=True, timeout=60, check=False, cwd=home
     )
 
 
