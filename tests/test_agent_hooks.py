@@ -243,8 +243,8 @@ async def test_should_continue_is_not_asked_after_tool_calls_or_with_steering_qu
         agent.steer("one more thing")
         return Response(text="noted")
 
-    script = [Response(tool_calls=[("echo", '{"text": "x"}')]), steer_then_stop]
-    model = ScriptedModel([*script, Response(text="all done")])
+    calls = Response(tool_calls=[("echo", '{"text": "x"}')])
+    model = ScriptedModel([calls, steer_then_stop, Response(text="all done")])
     agent = Agent(session, model, [echo], should_continue=should_continue)
     agent.followup("go")
     assert await _run(agent) == ["completed"]
@@ -411,7 +411,8 @@ async def test_a_hook_answer_of_the_wrong_type_is_a_recorded_turn_error(
     session: Session, hook: str, answer: object, error: str
 ) -> None:
     model = ScriptedModel([Response(text="hi")])
-    agent = Agent(session, model, system="base", **{hook: lambda ctx: answer})
+    wrong: dict[str, Any] = {hook: lambda ctx: answer}
+    agent = Agent(session, model, system="base", **wrong)
     agent.followup("hello")
     assert await _run(agent) == ["error"]
     assert _hook_event(session).data.error == error
