@@ -26,6 +26,7 @@ from agent import (
     ToolOutput,
     tool,
 )
+from agent.report import event_summary
 from eventlog import Message, MessageSource, Session, TextPart, ToolResult, open_store
 from projections import inbox, messages, to_openai
 from recovery.testing import check_invariants
@@ -161,6 +162,7 @@ async def test_a_block_at_the_first_step_refuses_the_input_once(session: Session
     block = _hook_event(session)
     assert (block.data.outcome, block.data.reason) == ("block", "no deployments on Fridays")
     assert block.sources == (splices[1].seq,)
+    assert event_summary(block) == "turn 1 step 1 before_step block: no deployments on Fridays"
     types = [e.type for e in session.events()]
     assert types[-4:] == ["step/start", "agent/hook", "step/end", "turn/end"]
     # Running again finds nothing to do: no loop on the refused input.
