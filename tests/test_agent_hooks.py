@@ -447,3 +447,21 @@ async def test_hooks_that_are_not_callable_are_refused_at_construction(session: 
     with pytest.raises(AgentConfigError, match="Block: reason must be a string"):
         Block(None)  # type: ignore[arg-type]
     assert list(session.events()) == []
+
+
+async def test_a_huge_failure_or_reason_is_recorded_clipped(session: Session) -> None:
+    def before_step(ctx: StepContext) -> Block:
+        if ctx.turn == 1:
+            raise ValueError("x" * 100_000)
+        return Block("y" * 100_000)
+
+    agent = Agent(session, ScriptedModel([]), before_step=before_step)
+    agent.followup("one")
+    assert await _run(agent) == ["error"]
+    agent.followup("two")
+    assert await _run(agent) == ["blocked"]
+    failure, block = (_hook_event(session, n).data for n in (0, 1))
+    assert failure.error.startswith("before_step of turn 1, step 1 raised ValueError: xxx")
+    assert len(failure.error) == len(block.reason) == 4000
+    assert block.reason.endswith("y…")
+    check_invariants(session)

@@ -154,7 +154,7 @@ class Agent:
         self.retry = options.retry
         self.max_steps = options.max_steps
         self.compaction = options.compaction
-        self.hooks = options.hooks
+        self._hooks = options.hooks
         #: What :meth:`resume` repaired, if this agent was resumed.
         self.repair_report: RepairReport | None = None
         self._attachments = AttachmentCache(session, options.store)
@@ -370,9 +370,8 @@ class Agent:
                 result = await self._step(turn, step)
                 sticky_max_tokens |= result.kind == "max-tokens"
                 if self._may_continue(result):
-                    settings = self._settings()
                     asked = await ask_continue(
-                        session, turn, step, settings, self.hooks, result.reply_seq
+                        session, turn, step, self._settings(), self._hooks, result.reply_seq
                     )
                     result = result if asked == "stop" else _StepResult(asked)
                 session.append("step/end", StepEnd(turn=turn, step=step))
@@ -394,7 +393,7 @@ class Agent:
         """Whether ``should_continue`` is asked after this step: it ended with no calls to
         run, the turn is not cancelled, and no waking input is queued for a next step."""
         return (
-            self.hooks.should_continue is not None
+            self._hooks.should_continue is not None
             and result.kind in ("stop", "max-tokens")
             and not self._cancelled
             and not any(item.wake for item in inbox(self.session).next_step)
@@ -435,7 +434,7 @@ class Agent:
 
     async def _step(self, turn: int, step: int) -> _StepResult:
         session = self.session
-        opened = await open_step(session, turn, step, self._settings(), self.hooks)
+        opened = await open_step(session, turn, step, self._settings(), self._hooks)
         if opened.ending is not None:
             return _StepResult(opened.ending)
         # Taken once: the calls run against the tools this request declares, whatever

@@ -134,7 +134,7 @@ class StepPlan:
 
     def applied(self, settings: StepSettings) -> StepSettings:
         """``settings`` with this plan's fields in place of theirs."""
-        model = self.model or settings.model
+        model = self.model if self.model is not None else settings.model
         default_name = self.model.name if self.model is not None else settings.model_name
         tools = self.tools if isinstance(self.tools, Toolbox) else settings.tools
         return StepSettings(
@@ -249,10 +249,32 @@ def _failure(name: HookName, ctx: StepContext, error: str) -> Decided:
     return Decided(None, _record(ctx, name, "error", error=error))
 
 
+#: The longest reason or error text recorded: an exception's message (or a block's reason) of
+#: any size must not make the record itself too large for the log.
+_RECORDED_TEXT = 4000
+
+
+def _clipped(text: str | None) -> str | None:
+    if text is None or len(text) <= _RECORDED_TEXT:
+        return text
+    return text[: _RECORDED_TEXT - 1] + "…"
+
+
 def _record(
     ctx: StepContext,
     hook: HookName,
     outcome: Literal["none", "plan", "block", "continue", "stop", "error"],
-    **fields: Any,
+    *,
+    changed: tuple[str, ...] = (),
+    reason: str | None = None,
+    error: str | None = None,
 ) -> HookDecision:
-    return HookDecision(turn=ctx.turn, step=ctx.step, hook=hook, outcome=outcome, **fields)
+    return HookDecision(
+        turn=ctx.turn,
+        step=ctx.step,
+        hook=hook,
+        outcome=outcome,
+        changed=changed,
+        reason=_clipped(reason),
+        error=_clipped(error),
+    )
