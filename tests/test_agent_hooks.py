@@ -314,7 +314,11 @@ async def test_contexts_follow_the_results_in_the_models_order_and_survive_reope
         session = await store.open("ctx")
         async with session:
             assert list(messages(session)) == live
-            results = [e.data for e in session.events() if e.type == "tool/result"]
+            result_events = [e for e in session.events() if e.type == "tool/result"]
+            assert event_summary(result_events[0]) == (
+                "tool: ← [call-1-0] slow result (context: context from slow)"
+            )
+            results = [e.data for e in result_events]
             assert [r.context.text for r in results] == ["context from slow", "context from fast"]
             assert results[0].context.source == MessageSource(kind="tool")
             # A view of the log as it stood after the first result shows its context last.

@@ -120,6 +120,9 @@ def event_summary(event: Event) -> str:
         error = getattr(data, "error", None)
         if error is not None:
             text = f"{error.code}: {text}"
+        context = getattr(data, "context", None)
+        if isinstance(context, Message):  # what the tool added to the next request
+            text = f"{text} (context: {message_text(context)})"
         return clip(f"{message.role}: {text}")
     summary = _SUMMARIES.get(event.type)
     if summary is not None:
