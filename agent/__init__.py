@@ -49,6 +49,7 @@ from ._loop._compaction import (
 )
 from ._loop._errors import AgentBusyError, AgentConfigError, CompactionError, OpenTurnError
 from ._loop._execution import ExecutionReport, ToolExecutor
+from ._loop._hooks import Block, StepContext, StepPlan, StepSettings
 from ._loop._inbox import Admission, prompt, submit
 from ._loop._model import (
     Chunk,
@@ -100,6 +101,7 @@ __all__ = (
     "TOOL_FAILED",
     "UNKNOWN_TOOL",
     "Assembler",
+    "Block",
     "Chunk",
     "ExecutionReport",
     "Finish",
@@ -113,6 +115,9 @@ __all__ = (
     "Response",
     "RetryPolicy",
     "ScriptedModel",
+    "StepContext",
+    "StepPlan",
+    "StepSettings",
     "TextDelta",
     "Tool",
     "ToolArgumentsError",

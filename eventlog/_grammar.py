@@ -8,7 +8,8 @@ A log written through ``append`` is well-formed:
 - ``step/start`` opens the next step of the open turn (steps count from 1 in each turn), only
   when no step is open; ``step/end`` closes exactly the open step;
 - messages carry their role: ``user/message`` a ``user`` message, ``assistant/message`` an
-  ``assistant`` one, ``tool/result`` and ``tool/outcome`` a ``tool`` one.
+  ``assistant`` one, ``tool/result`` and ``tool/outcome`` a ``tool`` one (and a ``user``
+  message as their ``context``, if any).
 
 Other types (inbox splices, compaction, request headers, app types) may come anywhere; so may
 messages, whose ``turn`` and ``step`` fields are not held to the open step (pruning and
@@ -127,7 +128,13 @@ def _role_only(type_: str, data: Any) -> str | None:
         return None
     role, field = _ROLES[type_]
     found = getattr(data, field).role
-    return None if found == role else f"{type_} carries a {found!r} message; it must be {role!r}"
+    if found != role:
+        return f"{type_} carries a {found!r} message; it must be {role!r}"
+    # What a tool adds to the next request is read by the model as the user's turn.
+    context = getattr(data, "context", None)
+    if context is not None and context.role != "user":
+        return f"{type_} carries a {context.role!r} context; it must be 'user'"
+    return None
 
 
 Rule = Callable[[TurnGrammar, Any], "str | None"]

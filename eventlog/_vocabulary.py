@@ -21,6 +21,9 @@ __all__ = (
     "CompactionStart",
     "CompactionSummary",
     "FinishReason",
+    "HookDecision",
+    "HookName",
+    "HookVerdict",
     "InboxItem",
     "InboxSpliced",
     "InboxTarget",
@@ -142,15 +145,23 @@ class ToolOutcome(_Payload, frozen=True, kw_only=True):
     call_id: str
     result: Message
     error: ToolError | None = None
+    #: What the tool adds to the next step's request (see :class:`ToolResult`).
+    context: Message | None = None
 
 
 class ToolResult(_Payload, frozen=True, kw_only=True):
-    """The answer to one tool call, on the surface, in the model's order."""
+    """The answer to one tool call, on the surface, in the model's order.
+
+    ``context`` (a ``user`` message) is what the tool adds to the next step's request: the
+    messages projection places it after the step's last result, contexts in the model's order
+    of the calls.
+    """
 
     turn: int
     step: int
     message: Message
     error: ToolError | None = None
+    context: Message | None = None
 
 
 class ToolSpec(_Payload, frozen=True, kw_only=True):
@@ -182,15 +193,39 @@ class InboxItem(_Payload, frozen=True, kw_only=True):
 class InboxSpliced(_Payload, frozen=True, kw_only=True):
     """Splice of one inbox list: remove ``removed`` items at ``start``, insert ``inserted``.
 
-    ``outcome`` says why items were removed: ``claimed`` (taken by a step) or ``canceled``
-    (withdrawn by the user).
+    ``outcome`` says why items were removed: ``claimed`` (taken by a step), ``canceled``
+    (withdrawn by the user) or ``refused`` (the agent's ``before_step`` hook blocked the step
+    that would have taken them).
     """
 
     target: InboxTarget
     start: int
     removed: int = 0
     inserted: tuple[InboxItem, ...] = ()
-    outcome: Literal["claimed", "canceled"] | None = None
+    outcome: Literal["claimed", "canceled", "refused"] | None = None
+
+
+HookName = Literal["before_step", "should_continue"]
+HookVerdict = Literal["none", "plan", "block", "continue", "stop", "error"]
+
+
+class HookDecision(_Payload, frozen=True, kw_only=True):
+    """What an agent hook decided for step ``step`` of turn ``turn``, recorded before it is
+    acted on (so a crash never makes the hook decide twice).
+
+    ``outcome``: ``none`` (``before_step`` returned nothing), ``plan`` (it changed the step's
+    request: ``changed`` names the fields), ``block`` (the turn ends ``blocked``; ``reason``
+    says why), ``continue`` / ``stop`` (what ``should_continue`` answered), ``error`` (the hook
+    raised or returned something it may not; ``error`` says what, and the turn ends ``error``).
+    """
+
+    turn: int
+    step: int
+    hook: HookName
+    outcome: HookVerdict
+    changed: tuple[str, ...] = ()
+    reason: str | None = None
+    error: str | None = None
 
 
 class CompactionStart(_Payload, frozen=True, kw_only=True):
@@ -236,6 +271,7 @@ CORE_TYPES: dict[str, type[msgspec.Struct]] = {
     "tool/result": ToolResult,
     "request/header": RequestHeader,
     "agent/inbox/spliced": InboxSpliced,
+    "agent/hook": HookDecision,
     "compaction/start": CompactionStart,
     "compaction/summary": CompactionSummary,
     "compaction/end": CompactionEnd,

@@ -3,7 +3,12 @@
 See docs/architecture.md.
 
 Each surface node derives to its event's message, except an ``assistant/message`` with empty
-content, which derives to nothing (a step that only hosts usage). The live derivation keeps a
+content, which derives to nothing (a step that only hosts usage). A ``tool/result`` carrying a
+``context`` (what the tool adds to the next request) contributes it after the run of results it
+belongs to: a provider wants a step's results right after the call that asked for them, so the
+contexts follow the step's last result, in the order of the results (the model's order of the
+calls), and come before whatever the next node derives to. A view taken while the run is still
+open ends with the contexts so far. The live derivation keeps a
 cached list on the session: pure appends extend it, a replace (noticed through the surface
 index's ``generation``) starts a new one. Its cursor is (generation, surface nodes consumed)
 rather than a next seq, because the surface index is already folded at commit by the log.
@@ -12,6 +17,8 @@ rather than a next seq, because the surface index is already folded at commit by
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from eventlog import Event, Message, PrefixView, Session, fold_surface
 
@@ -40,15 +47,46 @@ def derive(event: Event) -> Message | None:
     return message
 
 
-class _Derived:
-    """The live cache: messages derived from the first ``consumed`` nodes of one generation."""
+def _context(event: Event) -> Message | None:
+    """The context a ``tool/result`` adds to the next request, if any."""
+    if event.type != "tool/result":
+        return None
+    context = getattr(event.data, "context", None)
+    return context if isinstance(context, Message) else None
 
-    __slots__ = ("consumed", "generation", "items", "view")
+
+def _place(events: Iterable[Event], items: list[Message], pending: list[Message]) -> None:
+    """Append what ``events`` (surface nodes, in order) derive to onto ``items``; the contexts
+    of the open run of results wait in ``pending`` until a node that is not a result comes."""
+    for event in events:
+        if pending and event.type != "tool/result":
+            items.extend(pending)
+            pending.clear()
+        message = derive(event)
+        if message is not None:
+            items.append(message)
+        context = _context(event)
+        if context is not None:
+            pending.append(context)
+
+
+def _view(items: list[Message], pending: list[Message]) -> MessagesView:
+    # The contexts of an open run are not in ``items`` yet (a later result of the run goes
+    # before them), so a view that shows them gets a list of its own.
+    return MessagesView(items + pending if pending else items)
+
+
+class _Derived:
+    """The live cache: messages derived from the first ``consumed`` nodes of one generation,
+    and the contexts of the run of results still open at its end."""
+
+    __slots__ = ("consumed", "generation", "items", "pending", "view")
 
     def __init__(self, generation: int) -> None:
         self.generation = generation
         self.consumed = 0
         self.items: list[Message] = []
+        self.pending: list[Message] = []
         self.view = MessagesView(self.items)
 
 
@@ -70,13 +108,9 @@ def messages(session: Session, at: int | None = None) -> MessagesView:
     nodes = index.nodes
     if cache.consumed < len(nodes):
         event = session.event  # O(1), no view: this runs after every commit that is read
-        items = cache.items
-        for seq in nodes[cache.consumed :]:
-            message = derive(event(seq))
-            if message is not None:
-                items.append(message)
+        _place((event(seq) for seq in nodes[cache.consumed :]), cache.items, cache.pending)
         cache.consumed = len(nodes)
-        cache.view = MessagesView(items)
+        cache.view = _view(cache.items, cache.pending)
     return cache.view
 
 
@@ -95,5 +129,7 @@ def _messages_at(session: Session, at: int) -> MessagesView:
 
 def _derive_prefix(session: Session, prefix: list[Event]) -> MessagesView:
     index = fold_surface(prefix, session_id=session.id)
-    derived = (derive(prefix[seq]) for seq in index.nodes)
-    return MessagesView([m for m in derived if m is not None])
+    items: list[Message] = []
+    pending: list[Message] = []
+    _place((prefix[seq] for seq in index.nodes), items, pending)
+    return _view(items, pending)

@@ -232,8 +232,9 @@ def inbox(session: Session, *, at: int | None = None) -> Inbox:
 # -- the builders of splices -------------------------------------------------------------------
 
 _TARGETS: tuple[InboxTarget, ...] = ("next-turn", "next-step")
-#: Why a splice removes items: taken by a step, or withdrawn.
-Outcome = Literal["claimed", "canceled"]
+#: Why a splice removes items: taken by a step, withdrawn, or refused (the agent's
+#: ``before_step`` hook blocked the step that would have taken them).
+Outcome = Literal["claimed", "canceled", "refused"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -236,7 +236,11 @@ def payloads(draw: st.DrawFn, session: Session, hostile: bool) -> tuple[str, Any
             error=st.none() | st.builds(ToolError, name=texts, code=texts),
         ),
         "tool/result": st.builds(
-            ToolResult, turn=st.just(turn), step=st.just(step), message=message
+            ToolResult,
+            turn=st.just(turn),
+            step=st.just(step),
+            message=message,
+            context=st.none() | messages_with(roles),
         ),
         "request/header": st.builds(
             RequestHeader,

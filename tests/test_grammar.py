@@ -114,6 +114,12 @@ async def test_an_impossible_turn_or_step_is_refused_and_changes_nothing(
             "assistant",
             "tool/result carries a 'assistant' message; it must be 'tool'",
         ),
+        (
+            "tool/result",
+            lambda m: ToolResult(turn=1, step=1, message=said("tool"), context=m),
+            "assistant",
+            "tool/result carries a 'assistant' context; it must be 'user'",
+        ),
     ],
 )
 async def test_a_message_of_the_wrong_role_is_refused(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eventlog import (
     APPEND,
@@ -17,6 +20,7 @@ from eventlog import (
     TurnStart,
     UserMessage,
     ValidationError,
+    open_store,
 )
 from projections import MessagesView, messages
 
@@ -167,3 +171,54 @@ async def test_session_event_reads_one_committed_event(session: Session) -> None
     for bad in (-1, seq + 1):
         with pytest.raises(IndexError):
             session.event(bad)
+
+
+def answered_with_context(session: Session, call_id: str, context: str | None) -> int:
+    note = None if context is None else Message.user(context, id=f"ctx-{call_id}")
+    message = Message.tool_result(call_id, "out", id=call_id)
+    data = ToolResult(turn=1, step=1, message=message, context=note)
+    return session.append("tool/result", data, surface=APPEND).seq
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.lists(st.tuples(st.booleans(), st.booleans()), max_size=3), min_size=1, max_size=4
+    )
+)
+def test_contexts_follow_their_run_of_results_live_and_rebuilt(
+    steps: list[list[tuple[bool, bool]]],
+) -> None:
+    """Steps of calls whose results may carry a context, the view read at random moments: the
+    contexts follow the step's last result in the results' order, the live view always equals
+    the fold of the log so far, and a view taken mid-run never changes afterwards."""
+
+    async def scenario() -> None:
+        async with open_store("memory:") as store:
+            session = await store.create(session_id="p")
+            expected: list[str] = []
+            taken: list[tuple[MessagesView, list[str]]] = []
+            for n, calls in enumerate(steps):
+                user(session, f"u{n}")
+                expected.append(f"u{n}")
+                call_ids = [f"c{n}-{k}" for k in range(len(calls))]
+                assistant(session, f"s{n}", *call_ids)
+                expected.append(f"a-s{n}")
+                contexts: list[str] = []
+                for call_id, (has_context, read) in zip(call_ids, calls, strict=True):
+                    answered_with_context(session, call_id, "note" if has_context else None)
+                    expected.append(call_id)
+                    contexts += [f"ctx-{call_id}"] if has_context else []
+                    if read:  # a view mid-run ends with the contexts so far
+                        view = messages(session)
+                        assert ids(view) == expected + contexts
+                        taken.append((view, expected + contexts))
+                expected += contexts
+            user(session, "last")
+            expected.append("last")
+            assert ids(messages(session)) == expected
+            assert ids(messages(session, at=session.head)) == expected
+            for view, then in taken:
+                assert ids(view) == then
+
+    anyio.run(scenario)

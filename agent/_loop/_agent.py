@@ -7,9 +7,11 @@ flush (so the request is never sent for input that is not durable), the model st
 settled ``assistant/message`` (a failed or empty attempt is a log-only ``assistant/attempt``,
 retried as the :class:`RetryPolicy` says), the tools, ``step/end`` and a flush.
 
-Turns end ``completed``, ``aborted`` (cancel), ``blocked`` (``max_steps`` reached), ``error``
-(the model kept failing or replying empty, or the loop failed) or ``max-tokens`` (sticky for
-the turn). A concluding tool ends the turn unless steering arrived meanwhile.
+Turns end ``completed``, ``aborted`` (cancel), ``blocked`` (``max_steps`` reached, or the
+``before_step`` hook blocked a step), ``error`` (the model kept failing or replying empty, a hook
+failed, or the loop failed) or ``max-tokens`` (sticky for the turn). A concluding tool ends the
+turn unless steering arrived meanwhile; a step with no calls to run ends it unless steering
+arrived or the ``should_continue`` hook asks for another step (:mod:`agent._loop._hooks`).
 
 Cancellation of a running turn is a request, not a task cancel: the stream is abandoned at
 once, started tools are drained, unstarted ones are answered ``ABORTED_BEFORE_DISPATCH``, and
@@ -21,34 +23,34 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskStatus
 
 from eventlog import (
-    APPEND,
     Event,
     EventLogError,
     Message,
     Session,
     StepEnd,
-    StepStart,
     Store,
     TurnEnd,
     TurnEndReason,
     TurnStart,
-    UserMessage,
 )
 from projections import inbox, request_header, timeline
-from projections.inbox import cancel_all, claim
+from projections.inbox import cancel_all
 from recovery import RepairReport, repair
 
 from ._attachments import AttachmentCache
 from ._attempts import StepAttempts
+from ._boundaries import ask_continue, open_step
 from ._compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from ._errors import AgentBusyError, OpenTurnError
 from ._execution import ToolExecutor
+from ._hooks import BeforeStep, ShouldContinue, StepSettings
 from ._inbox import Admission, prompt, submit
 from ._interrupt import Interrupter
 from ._model import Chunk, Model
@@ -61,7 +63,7 @@ __all__ = ("Agent", "TurnOutcome", "StepKind")
 
 logger = logging.getLogger("agent")
 
-StepKind = Literal["tools", "stop", "max-tokens", "aborted", "error"]
+StepKind = Literal["tools", "stop", "max-tokens", "aborted", "error", "blocked", "continue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,7 @@ class TurnOutcome:
 class _StepResult:
     kind: StepKind
     concluded: bool = False
+    reply_seq: int | None = None  # the assistant/message of a step with no calls to run
 
 
 class Agent:
@@ -101,6 +104,11 @@ class Agent:
         kept while still referenced), and the images and files a tool returns inline are
         stored as attachments before its result is committed. Without it, requests carry no
         attachment bytes and tool results keep theirs inline.
+    :param before_step: a hook (sync or async) asked before each step takes its input, given a
+        :class:`StepContext`: it returns ``None``, a :class:`StepPlan` (this step's model,
+        prompt, parameters or tools) or a :class:`Block` (the turn ends ``blocked``).
+    :param should_continue: a hook (sync or async) asked when a step ends with no calls to
+        run and no waking input queued: ``True`` runs another step.
     :raises AgentConfigError: an argument of the wrong type or out of range (naming it), or
         two tools share a name.
     """
@@ -119,6 +127,8 @@ class Agent:
         max_steps: int = 64,
         compaction: AutoCompaction | None = None,
         store: Store | None = None,
+        before_step: BeforeStep | None = None,
+        should_continue: ShouldContinue | None = None,
     ) -> None:
         self.session = check_session(session)
         options = agent_options(
@@ -132,6 +142,8 @@ class Agent:
             max_steps=max_steps,
             compaction=compaction,
             store=store,
+            before_step=before_step,
+            should_continue=should_continue,
         )
         self.model = model
         self.toolbox = options.toolbox
@@ -142,6 +154,7 @@ class Agent:
         self.retry = options.retry
         self.max_steps = options.max_steps
         self.compaction = options.compaction
+        self._hooks = options.hooks
         #: What :meth:`resume` repaired, if this agent was resumed.
         self.repair_report: RepairReport | None = None
         self._attachments = AttachmentCache(session, options.store)
@@ -355,8 +368,13 @@ class Agent:
                     break
                 step += 1
                 result = await self._step(turn, step)
-                session.append("step/end", StepEnd(turn=turn, step=step))
                 sticky_max_tokens |= result.kind == "max-tokens"
+                if self._may_continue(result):
+                    asked = await ask_continue(
+                        session, turn, step, self._settings(), self._hooks, result.reply_seq
+                    )
+                    result = result if asked == "stop" else _StepResult(asked)
+                session.append("step/end", StepEnd(turn=turn, step=step))
                 ending = self._ending(result)
                 if ending is not None:
                     reason = ending
@@ -371,13 +389,23 @@ class Agent:
         await session.flush()  # checkpoint: step end and turn end in one write
         return TurnOutcome(turn=turn, reason=reason, steps=step)
 
+    def _may_continue(self, result: _StepResult) -> bool:
+        """Whether ``should_continue`` is asked after this step: it ended with no calls to
+        run, the turn is not cancelled, and no waking input is queued for a next step."""
+        return (
+            self._hooks.should_continue is not None
+            and result.kind in ("stop", "max-tokens")
+            and not self._cancelled
+            and not any(item.wake for item in inbox(self.session).next_step)
+        )
+
     def _ending(self, result: _StepResult) -> TurnEndReason | None:
         """How the turn ends after a step, or ``None`` when another step follows."""
-        if result.kind in ("aborted", "error"):
-            return "aborted" if result.kind == "aborted" else "error"
+        if result.kind in ("aborted", "error", "blocked"):
+            return result.kind
         if self._cancelled:
             return "aborted"
-        if result.kind == "tools" and not result.concluded:
+        if result.kind == "continue" or (result.kind == "tools" and not result.concluded):
             return None
         if any(item.wake for item in inbox(self.session).next_step):
             return None  # steering arrived: the turn goes on
@@ -399,38 +427,39 @@ class Agent:
         except EventLogError:
             logger.exception("agent: could not close turn %d of %r", turn, self.session.id)
 
+    def _settings(self) -> StepSettings:
+        """The agent's settings as they stand (what a step without a plan is made with)."""
+        params = MappingProxyType(dict(self.params))
+        return StepSettings(self.model, self.model_name, self.system, params, self.toolbox)
+
     async def _step(self, turn: int, step: int) -> _StepResult:
         session = self.session
-        taken = claim(inbox(session), "next-turn" if step == 1 else "next-step")
-        claimed = [session.append("agent/inbox/spliced", payload).seq for payload in taken.splices]
-        session.append("step/start", StepStart(turn=turn, step=step))
-        for item in taken.items:
-            session.append(
-                "user/message",
-                UserMessage(message=item.message),
-                surface=APPEND,
-                sources=tuple(claimed),
-            )
+        opened = await open_step(session, turn, step, self._settings(), self._hooks)
+        if opened.ending is not None:
+            return _StepResult(opened.ending)
+        # Taken once: the calls run against the tools this request declares, whatever
+        # happens to the agent's tools meanwhile.
+        plan = opened.settings
         if self.compaction is not None:
             await compact_auto(session, self.compaction)
         request = model_request(
-            session, self.system, self.toolbox.specs(), self.model_name, self.params
+            session, plan.system, plan.tools.specs(), plan.model_name, plan.params
         )
         attachments = await self._attachments.for_request(request.messages)
         if attachments:
             request = replace(request, attachments=attachments)
         assert self._interrupter is not None
         attempts = StepAttempts(
-            session, self.model, self._interrupter, self._show, self.retry, turn, step
+            session, plan.model, self._interrupter, self._show, self.retry, turn, step
         )
         settled = await attempts.settle(request)
         if settled.kind != "reply":
-            return _StepResult(settled.kind)
+            return _StepResult(settled.kind, reply_seq=settled.seq)
         if not settled.tool_calls:
-            return _StepResult("stop")
+            return _StepResult("stop", reply_seq=settled.seq)
         executor = ToolExecutor(
             session,
-            self.toolbox,
+            plan.tools,
             turn=turn,
             step=step,
             cancel=self._interrupter.event,

@@ -79,6 +79,8 @@ class _Settled:
     concludes: bool = False
     #: The ``tool/outcome`` that made this result durable ahead of its turn, if any.
     outcome: Event | None = None
+    #: What the tool adds to the next step's request, recorded with the result.
+    context: Message | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +274,7 @@ class ToolExecutor:
         """An output too large for one event becomes an error result (the log refuses it)."""
         content = settled.content
         size = len(content.encode() if isinstance(content, str) else _json.encode(content))
+        size += len(_json.encode(settled.context)) if settled.context is not None else 0
         if size <= self.session.max_event_bytes - _ENVELOPE_ROOM:
             return settled
         text = (
@@ -295,6 +298,7 @@ class ToolExecutor:
                 call_id=self._calls[index].id,
                 result=message,
                 error=settled.error,
+                context=settled.context,
             ),
             sources=(call_seq,),
         )
@@ -343,7 +347,13 @@ class ToolExecutor:
             message = settled.outcome.data.result
         event = self.session.append(
             "tool/result",
-            ToolResult(turn=self.turn, step=self.step, message=message, error=settled.error),
+            ToolResult(
+                turn=self.turn,
+                step=self.step,
+                message=message,
+                error=settled.error,
+                context=settled.context,
+            ),
             surface=APPEND,
             sources=sources,
         )
@@ -365,5 +375,14 @@ def _settled_from(output: ToolOutput) -> _Settled:
         return _Settled(
             content=output.content,
             error=ToolError(name="ToolError", code=output.error_code or TOOL_ERROR),
+            context=_context_of(output),
         )
-    return _Settled(content=output.content, concludes=output.concludes_turn)
+    return _Settled(
+        content=output.content, concludes=output.concludes_turn, context=_context_of(output)
+    )
+
+
+def _context_of(output: ToolOutput) -> Message | None:
+    # as_output made a text context a Message already; the check keeps mypy and a
+    # hand-built output honest.
+    return output.context if isinstance(output.context, Message) else None

@@ -13,6 +13,7 @@ from eventlog import Session, Store
 
 from ._checks import check_count, check_optional_str, check_params, check_str, refuse
 from ._compaction import AutoCompaction
+from ._hooks import Hooks
 from ._model import Model, check_model
 from ._retry import RetryPolicy
 from ._tools import Body, Tool, Toolbox
@@ -35,6 +36,7 @@ class AgentOptions:
     max_steps: int
     compaction: AutoCompaction | None
     store: Store | None
+    hooks: Hooks
 
 
 def check_session(session: object) -> Session:
@@ -60,6 +62,8 @@ def agent_options(
     max_steps: int = 64,
     compaction: AutoCompaction | None = None,
     store: Store | None = None,
+    before_step: object = None,
+    should_continue: object = None,
 ) -> AgentOptions:
     """The options of an agent of ``model``, checked (the parameters of
     :class:`~agent.Agent`).
@@ -76,6 +80,7 @@ def agent_options(
     ):
         raise refuse(_WHERE, "store", "the session's Store (from open_store) or None", store)
     name = check_optional_str(_WHERE, "model_name", model_name)
+    hooks = Hooks(before_step, should_continue)
     return AgentOptions(
         toolbox=tools if isinstance(tools, Toolbox) else Toolbox(tools, where=_WHERE),
         system=check_str(_WHERE, "system", system),
@@ -86,4 +91,5 @@ def agent_options(
         max_steps=check_count(_WHERE, "max_steps", max_steps, 1),
         compaction=compaction,
         store=store,
+        hooks=hooks,
     )

@@ -21,7 +21,17 @@ from typing import Any, Protocol, overload, runtime_checkable
 import anyio
 import msgspec
 
-from eventlog import FilePart, ImagePart, ResultPart, Session, TextPart, ToolSpec
+from eventlog import (
+    FilePart,
+    ImagePart,
+    Message,
+    MessageSource,
+    ResultPart,
+    Session,
+    TextPart,
+    ToolSpec,
+    new_id,
+)
 
 from ._checks import check_callable, check_optional_str, check_tool_name, described, refuse
 from ._errors import AgentConfigError
@@ -50,12 +60,17 @@ class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
     :ivar is_error: the tool ran and reports failure (the model sees an error result).
     :ivar concludes_turn: a successful result that ends the turn (unless steering arrived).
     :ivar error_code: the machine-readable code recorded with an error result.
+    :ivar context: what the tool adds to the next step's request: text, or a ``user``
+        :class:`~eventlog.Message`. It is recorded with the result (``tool/result``'s
+        ``context``) and given to the model after all of the step's results, the contexts in
+        the model's order of the calls, whichever call finished first.
     """
 
     content: str | tuple[ResultPart, ...]
     is_error: bool = False
     concludes_turn: bool = False
     error_code: str | None = None
+    context: str | Message | None = None
 
 
 class ToolArgumentsError(ValueError):
@@ -156,7 +171,32 @@ def _checked(output: ToolOutput) -> ToolOutput:
             "the tool returned a ToolOutput whose error_code must be a string or None, got "
             f"{described(output.error_code)}"
         )
-    return output if content is output.content else msgspec.structs.replace(output, content=content)
+    context = _context_message(output.context)
+    if content is output.content and context is output.context:
+        return output
+    return msgspec.structs.replace(output, content=content, context=context)
+
+
+def _context_message(context: object) -> Message | None:
+    """A tool's ``context`` as the ``user`` message the next request gets (text becomes one,
+    marked as written by a tool), or a ``TypeError`` saying what it must be."""
+    if context is None or (
+        isinstance(context, Message)
+        and context.role == "user"
+        and all(isinstance(p, TextPart | ImagePart | FilePart) for p in context.content)
+    ):
+        return context
+    if isinstance(context, str):
+        return Message(
+            id=new_id(),
+            role="user",
+            content=(TextPart(text=context),),
+            source=MessageSource(kind="tool"),
+        )
+    raise TypeError(
+        "the tool returned a ToolOutput whose context must be a string, a user Message of "
+        f"text, image and file parts, or None, got {described(context)}"
+    )
 
 
 class FunctionTool:

@@ -120,6 +120,9 @@ def event_summary(event: Event) -> str:
         error = getattr(data, "error", None)
         if error is not None:
             text = f"{error.code}: {text}"
+        context = getattr(data, "context", None)
+        if isinstance(context, Message):  # what the tool added to the next request
+            text = f"{text} (context: {message_text(context)})"
         return clip(f"{message.role}: {text}")
     summary = _SUMMARIES.get(event.type)
     if summary is not None:
@@ -142,6 +145,15 @@ def _header_summary(header: Any) -> str:
     return " ".join(changed) or "nothing changed"
 
 
+def _hook_summary(decision: Any) -> str:
+    """An ``agent/hook`` decision: ``turn 1 step 2 before_step block: not on Fridays``."""
+    text = f"turn {decision.turn} step {decision.step} {decision.hook} {decision.outcome}"
+    if decision.changed:
+        text += f" {','.join(decision.changed)}"
+    why = decision.reason if decision.reason is not None else decision.error
+    return text if why is None else f"{text}: {why}"
+
+
 _SUMMARIES: dict[str, Any] = {
     "turn/start": lambda d: f"turn {d.turn}",
     "turn/end": lambda d: f"turn {d.turn} {d.reason}",
@@ -154,6 +166,7 @@ _SUMMARIES: dict[str, Any] = {
     "agent/inbox/spliced": lambda d: (
         f"{d.target} at {d.start}: -{d.removed} +{len(d.inserted)} {d.outcome or ''}"
     ),
+    "agent/hook": lambda d: _hook_summary(d),
     "compaction/start": lambda d: f"span {d.start}..{d.end} ({d.trigger})",
     "compaction/summary": lambda d: d.text,
     "compaction/end": lambda d: f"{d.outcome} checkpoint={d.checkpoint}",
