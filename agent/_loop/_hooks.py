@@ -30,8 +30,8 @@ from typing import Any, Literal
 from eventlog import HookDecision, HookName, Message, Session
 from projections import MessagesView, messages
 
-from ._checks import check_model, check_optional_str, check_params, check_str, described, refuse
-from ._model import Model
+from ._checks import check_optional_str, check_params, check_str, described, refuse
+from ._model import Model, check_model
 from ._tools import Body, Tool, Toolbox
 
 __all__ = (
