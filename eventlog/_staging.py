@@ -86,7 +86,8 @@ def check_payload(
         one ``append`` would give.
     """
     # Imported here: the session module imports this one (append commits through it).
-    from ._session import DEFAULT_MAX_EVENT_BYTES, Session
+    from ._session import Session
+    from ._session_ports import DEFAULT_MAX_EVENT_BYTES
 
     if isinstance(target, Session):
         session_id, next_seq = target.id, target.head + 1

@@ -37,8 +37,10 @@ from .._errors import (
 )
 from .._event import Event
 from .._session import Session
+from .._session_ports import Opened
 from ._base import Backend, SessionRecord
 from ._loader import LogLoader
+from ._reading import load_log
 
 if TYPE_CHECKING:
     from ._logstore import LogStore
@@ -59,9 +61,7 @@ async def open_salvaged(store: LogStore, sid: str) -> Session:
             break
         if not await replaced(store.backend, sid, record, loader.head, loader.last_hash):
             break
-    session = store._wrap(sid, loader, record, read_only=True)
-    session.salvage_fault = fault
-    return session
+    return store._wrap(sid, loader, record, writable=False, opened=Opened(salvage_fault=fault))
 
 
 #: Reads of a session replaced while it was read before its fault is reported as found.
@@ -72,7 +72,7 @@ async def _read(store: LogStore, sid: str) -> tuple[SessionRecord, LogLoader, Ev
     """One read of the session: its record, its loaded log, and the fault that read found."""
     backend = store.backend
     record = await backend.get_session(sid)
-    loader, fault = await store._load(sid, salvage=True)
+    loader, fault = await load_log(backend, store.types, sid, salvage=True)
     head = loader.head
     if fault is None and head < record.head:
         # Raises SessionNotFoundError when the session was deleted while its rows were read:
@@ -83,7 +83,9 @@ async def _read(store: LogStore, sid: str) -> tuple[SessionRecord, LogLoader, Ev
         record = await backend.get_session(sid)
         if record.head < head:
             fault = head_fault(sid, head, record.head)
-            loader, _ = await store._load(sid, salvage=True, limit=record.head + 1)
+            loader, _ = await load_log(
+                backend, store.types, sid, salvage=True, limit=record.head + 1
+            )
     return record, loader, fault
 
 

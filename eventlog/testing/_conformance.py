@@ -171,11 +171,11 @@ class StoreConformance:
             _turn(session, 1)
             await session.flush()
             assert session.durable == session.head == 4
-            written, last_hash = list(session.events()), session.last_hash
+            written, last_hash = list(await session.events()), session.last_hash
         # A new store over the same data loads the same events and chain.
         async with self.make_store() as store:
             again = await store.open("s")
-            _same(list(again.events()), written)
+            _same(list(await again.events()), written)
             assert again.last_hash == last_hash
             assert (again.head, again.durable) == (4, 4)
             assert again.surface_index.nodes == [1]
@@ -242,7 +242,7 @@ class StoreConformance:
             seqs = [e.seq async for e in store.read("s", from_seq=10, limit=5)]
             assert seqs == [10, 11, 12, 13, 14]
             everything = [e async for e in store.read("s")]
-            _same(everything, list(session.events()))
+            _same(everything, list(await session.events()))
             with pytest.raises(SessionNotFoundError):
                 [e async for e in store.read("missing")]
 
@@ -285,7 +285,7 @@ class StoreConformance:
             await session.flush()
             (info,) = await store.list()
             assert (info.id, info.head, info.error) == ("s", 4, None)
-            assert info.last_time == session.events()[-1].time
+            assert info.last_time == (await session.events())[-1].time
 
     async def test_follow_yields_stored_then_live_events_once_each(self) -> None:
         async with self.make_store(write_delay=0.001) as store:
@@ -318,9 +318,9 @@ class StoreConformance:
             _turn(parent, 2)
             await parent.flush()
             child = await store.fork("p", boundary=4)
-            events = list(child.events())
+            events = list(await child.events())
             assert [e.seq for e in events] == list(range(6))
-            _same(events[:5], list(parent.events())[:5])
+            _same(events[:5], list(await parent.events())[:5])
             assert events[5].type == "session/forked"
             assert (events[5].data.parent, events[5].data.boundary) == ("p", 4)
             _turn(child, 2, "a different second turn")
@@ -409,7 +409,7 @@ class StoreConformance:
         async with self.make_store() as store:
             assert await _texts(store, "good") == ["one", "two", "three"]
             reopened = await store.open("bad")
-            assert [e.type for e in reopened.events()] == ["user/message"]
+            assert [e.type for e in await reopened.events()] == ["user/message"]
             await reopened.aclose()
 
     async def test_a_stale_writer_never_writes_into_a_recreated_session(self) -> None:
@@ -440,7 +440,7 @@ class StoreConformance:
             await stale.aclose()
         async with self.make_store() as store:
             reopened = await store.open("s")
-            assert [e.data.message.text for e in reopened.events()] == ["new", "newer"]
+            assert [e.data.message.text for e in await reopened.events()] == ["new", "newer"]
             await reopened.aclose()
 
     async def test_a_session_whose_writer_is_gone_can_be_deleted(self) -> None:
@@ -490,7 +490,7 @@ class StoreConformance:
                 tg.start_soon(wait_and_open)
                 await refused.wait()
                 await holder.aclose()
-            assert [e.type for e in opened[0].events()] == ["user/message"]
+            assert [e.type for e in await opened[0].events()] == ["user/message"]
             await opened[0].aclose()
 
     # -- integrity and format ------------------------------------------------------------------
@@ -533,7 +533,7 @@ class StoreConformance:
             strict = await store.create(session_id="strict")
             strict.append("app/strict", _Note(text="needs its type"))
         async with self.make_store() as store:
-            event = (await store.open("s")).events()[0]
+            event = (await (await store.open("s")).events())[0]
             assert event.data == Unknown(b'{"text":"kept"}')
             with pytest.raises(UnsupportedFormatError, match="seq 0: event type 'app/strict'"):
                 await store.open("strict")
@@ -570,7 +570,7 @@ class StoreConformance:
         async with self.make_store() as store:
             # After a restart the event still says what it said and the bytes read back.
             again = await store.open("att")
-            assert again.events()[1].data.message == message
+            assert (await again.events())[1].data.message == message
             assert await store.get_attachment(digest) == png
             result = Message.tool_result("c1", (TextPart(text="shot"), image))
             assert await store.load_attachments([message, result]) == {digest: png}
@@ -641,7 +641,7 @@ class StoreConformance:
         # A compacting session, snapshotted at its compactions and every 20 events.
         async with self.make_store(snapshot_every=20) as store:
             session = await self._compacting_session(store)
-            events = list(session.events())
+            events = list(await session.events())
             expected = (session.head, session.last_hash, list(session.surface_index.nodes))
         async with self.make_store(snapshot_every=20) as store:
             resumed = await store.open("long")
@@ -652,12 +652,12 @@ class StoreConformance:
             assert (resumed.head, resumed.last_hash, list(resumed.surface_index.nodes)) == expected
             # ... the surface's events and the later ones read as before ...
             for seq in [*resumed.surface_index.nodes, *range(resumed.loaded_from, resumed.head)]:
-                _same([resumed.event(seq)], [events[seq]])
-            # ... an older one is read from the store, and a synchronous read says so.
-            older = [e async for e in resumed.read_events(0)]
-            _same(older, events)
-            with pytest.raises(EventNotLoadedError, match=r"session 'long', seq 0: not in memory"):
-                list(resumed.events())
+                _same([resumed.window().event(seq)], [events[seq]])
+            # ... older ones are read from the store, and the window says where it starts.
+            _same(list(await resumed.events()), events)
+            _same([e async for e in resumed.read_events(0)], events)
+            with pytest.raises(EventNotLoadedError, match=r"session 'long', seq 0: before the"):
+                resumed.window(0)
             # It goes on writing where it stopped, and a full replay agrees with it.
             _turn(resumed, 13)
             await resumed.flush()
@@ -666,7 +666,7 @@ class StoreConformance:
             full = await store.open("long", verify="full")
             assert (full.head, full.last_hash, list(full.surface_index.nodes)) == after
             assert (full.loaded_from, full.snapshot_seq) == (0, None)
-            _same(list(full.events())[: len(events)], events)
+            _same(list(await full.events())[: len(events)], events)
 
     async def test_a_damaged_snapshot_is_ignored_and_reported(self) -> None:
         async with self.make_store(snapshot_every=20) as store:
