@@ -57,7 +57,7 @@ def check_invariants(session: Session) -> None:
 def _seq_contiguity(session: Session) -> list[str]:
     found = []
     last_time = 0
-    for position, event in enumerate(session.events()):
+    for position, event in enumerate(session.window(0)):
         if event.seq != position:
             found.append(f"seq contiguity: event at position {position} has seq {event.seq}")
         if event.time < last_time:
@@ -142,7 +142,7 @@ def _provider_valid(session: Session) -> list[str]:
 def _rebuild(session: Session) -> list[str]:
     head = session.head
     found = []
-    nodes = list(fold_surface(list(session.events()), session_id=session.id).nodes)
+    nodes = list(fold_surface(list(session.window(0)), session_id=session.id).nodes)
     if list(session.surface_index.nodes) != nodes:
         found.append(f"rebuild: surface {list(session.surface_index.nodes)} != rebuilt {nodes}")
     pairs: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
