@@ -302,7 +302,7 @@ async def test_snapshots_of_format1_sessions_bind_to_their_chain(tmp_path: Path)
             assert list(messages(reopened)) == expected
             # The next snapshot of the reopened session holds the stored rows, byte for byte
             # (the open swapped them in for the re-encoded ones it checked).
-            seq, digest, data = encode_snapshot(reopened, store._snapshot_rows[reopened])
+            seq, digest, data = encode_snapshot(reopened, store._checkpointer.rows_of(reopened.id))
             await reopened.aclose()
             assert await store.verify_snapshot(info.id) == seq
             assert await store.store_snapshot(info.id, seq, digest, data)

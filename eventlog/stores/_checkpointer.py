@@ -121,9 +121,18 @@ class Checkpointer:
 
     async def aclose(self) -> None:
         """Wait (up to 5 s) for the snapshot writes in flight."""
-        if self._writes:
-            with anyio.move_on_after(5.0):
-                await self._idle.wait()
+        with anyio.move_on_after(5.0):
+            await self.settled()
+
+    async def settled(self) -> None:
+        """Return once no snapshot write is in flight (for tests that count snapshots)."""
+        while self._writes:
+            await self._idle.wait()
+
+    def rows_of(self, sid: str) -> dict[int, Row]:
+        """The rows kept for the next snapshot of the open session ``sid`` (empty if none)."""
+        schedule = self._schedules.get(sid)
+        return schedule.rows if schedule is not None else {}
 
     # -- opening -------------------------------------------------------------------------------
 
