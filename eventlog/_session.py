@@ -28,11 +28,12 @@ from ._event import Append, Event, SurfaceOp
 from ._grammar import TurnGrammar
 from ._history import SessionHistory
 from ._registry import EventTypes
-from ._session_ports import LoadedLog, Opened, SessionPorts, StoredTail
+from ._session_ports import LoadedLog, Opened, SessionPorts, SessionTail, StoredTail
 from ._staging import encode_for_append
 from ._surface import SurfaceIndex, message_delta, plan_transition
 
-__all__ = ("Observer", "Session")
+# SessionTail is named here too: the writer's docstrings refer to it by this module.
+__all__ = ("Observer", "Session", "SessionTail")
 
 logger = logging.getLogger("eventlog.session")
 

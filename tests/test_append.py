@@ -211,14 +211,14 @@ async def test_events_are_frozen_and_seq_equals_index(session: Session) -> None:
 
 async def test_events_view_is_the_shared_immutable_prefix_view(session: Session) -> None:
     # The session's events and the projections' snapshots are one kind of view.
-    whole, tail = (await session.events()), (await session.events(1))
+    whole, tail = session.window(), session.window(1)
     assert isinstance(whole, PrefixView) and isinstance(messages(session), PrefixView)
     assert isinstance(surface(session), PrefixView)
     # Later appends do not show through a view already handed out.
     session.append("turn/end", {"turn": 1, "reason": "completed"})
-    assert (len(whole), len(tail), len(await session.events())) == (2, 1, 3)
+    assert (len(whole), len(tail), len(session.window())) == (2, 1, 3)
     assert tail[0] is whole[1] and tail[-1].seq == 1
-    assert repr(tail) == "EventsView(seq 1..1)"
+    assert repr(tail) == "EventWindow(seq 1..1)"
     # Like every view: slices are tuples, equality is by items, and it is unhashable.
     assert whole[1:] == (whole[1],) and isinstance(whole[:1], tuple)
     assert whole == list(whole) and (await session.events(2)) != whole

@@ -92,7 +92,7 @@ def reopened_at(events: list[Event], trims: Iterable[int]) -> Timeline:
 def cached_seq(session: Session) -> int:
     """The seq the session's cached timeline state stands at (its ``catch_up`` cursor)."""
     entry = session.projection_cache[TIMELINE.key]
-    state: TimelineState = entry[0]
+    state: TimelineState = entry.state
     return state.seq
 
 
