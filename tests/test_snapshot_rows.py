@@ -122,8 +122,8 @@ async def test_reused_rows_give_the_bytes_a_full_encoding_gives() -> None:
         # written, with their hash.
         nodes = list(session.surface_index.nodes)
         assert set(nodes) <= kept.keys() and all(kept[seq].hash for seq in nodes[1:])
-        reused = encode_snapshot(session, dict(kept))
-        assert reused == encode_snapshot(session, {})
+        reused = encode_snapshot(session, dict(kept), store.snapshot_states)
+        assert reused == encode_snapshot(session, {}, store.snapshot_states)
         await session.aclose()
 
 

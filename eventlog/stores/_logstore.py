@@ -299,10 +299,10 @@ class LogStore(StoreTools, Store):
         self._check_open()
         sid = validate_session_id(session_id)
         wait = wait_seconds(wait, sid)
-        if type(salvage) is not bool or type(keep_whole) is not bool:
-            raise ValidationError(
-                f"salvage and keep_whole must be True or False, got {salvage!r}, {keep_whole!r}"
-            )
+        if type(salvage) is not bool:
+            raise ValidationError(f"salvage must be True or False, got {salvage!r}")
+        if type(keep_whole) is not bool:
+            raise ValidationError(f"keep_whole must be True or False, got {keep_whole!r}")
         if not isinstance(verify, str) or verify not in _VERIFY:
             raise ValidationError(
                 f'verify must be "snapshot" or "full", got {verify!r}', session_id=sid
