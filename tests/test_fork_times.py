@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from eventlog import Session, StepEnd, StepStart, TurnEnd, TurnStart, open_store
-from eventlog.stores import _logstore
+from eventlog.stores import _fork
 from tests.pg_children.server import fresh_schema, store_url
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +67,7 @@ async def test_the_forked_marker_is_not_older_than_the_child(
         # behind it (another writer's clock was ahead of this one).
         clock = SteppingClock(last_parent_time + clock_offset_ms)
         with monkeypatch.context() as patch:
-            patch.setattr(_logstore, "time", SimpleNamespace(time_ns=clock.time_ns))
+            patch.setattr(_fork, "time", SimpleNamespace(time_ns=clock.time_ns))
             child = await store.fork("p", boundary=3, child_id="c")
         assert clock.readings >= 1  # the fork did read the patched clock
         (info,) = [i for i in await store.list() if i.id == "c"]
