@@ -160,8 +160,8 @@ async def test_empty_session_has_no_messages(session: Session) -> None:
     assert list(messages(session, at=-1)) == []
 
 
-async def test_session_event_reads_one_committed_event(session: Session) -> None:
-    # The projections' catch-up reads the one new event through Session.event.
+async def test_the_window_reads_one_committed_event(session: Session) -> None:
+    # The messages projection reads each new surface event through the window.
     seq = user(session, "u1")
     assert session.window().event(seq) is (await session.events())[seq]
     for bad in (-1, seq + 1):
