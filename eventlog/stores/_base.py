@@ -168,11 +168,7 @@ class Store(Protocol):
         snapshot that does not match, does not decode or is of an unknown format is ignored
         and reported in ``session.snapshot_fault`` (the whole log is replayed instead).
         ``verify="full"``: decode every event and verify the whole hash chain, as
-        ``eventlog verify`` does; every event is then in memory, until a snapshot taken
-        while the session is open trims it like any other (``session.trims``).
-        ``keep_whole=True``: load every event (as ``verify="full"``) and hold them all while
-        the session is open: no snapshot trims it, so ``session.window(0)`` reads the whole
-        log synchronously however long it grows.
+        ``eventlog verify`` does. ``keep_whole=True``: that, and it is never trimmed.
 
         A lease whose owner is known to be gone (a process of this host that ended, or a
         closed store of this process) is taken over at once; with ``wait`` the open waits up
@@ -188,8 +184,8 @@ class Store(Protocol):
         :raises SessionBusyError: another live writer holds the lease (still, after ``wait``).
         :raises CorruptLogError: a stored event fails verification, or the stored events end
             before or after the stored head (names the first seq in doubt).
-        :raises ValidationError: ``wait`` is not a number of seconds >= 0, ``verify`` is
-            not ``"snapshot"`` or ``"full"``, or ``keep_whole`` not a bool.
+        :raises ValidationError: ``wait`` is not a number of seconds >= 0, or ``verify``
+            (``keep_whole``) is not ``"snapshot"`` or ``"full"`` (a bool).
         :raises UnsupportedFormatError: a stored event has an unknown, non-ignorable type.
         """
         ...

@@ -11,7 +11,7 @@ snapshot covers (docs/stores.md, "Snapshots" and "A long-lived session").
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import anyio
 from anyio.abc import TaskGroup
@@ -25,7 +25,7 @@ from ._base import Backend, Snapshots
 from ._snapshot_check import usable_snapshot
 from ._snapshots import Restored, encode_snapshot, keep_surface_rows
 from ._trim import trim_window
-from ._writer import Batch, StartWrite, WriteDone
+from ._writer import Batch, StartWrite, WriteDone, WriteFunction
 
 __all__ = ("Checkpointer",)
 
@@ -188,16 +188,14 @@ class Checkpointer:
 
     # -- the rows kept for the next snapshot ---------------------------------------------------
 
-    def keeping_rows(
-        self, write: Callable[[Sequence[Batch]], object]
-    ) -> Callable[[Sequence[Batch]], object]:
+    def keeping_rows(self, write: WriteFunction) -> WriteFunction:
         """``write`` (a backend's), then the surface rows of each session that may snapshot
         (it has compacted) are kept for its next snapshot, which so encodes no payload twice."""
         if not self.every:
             return write
 
         async def written(batches: Sequence[Batch]) -> Collection[str]:
-            conflicts: Collection[str] = await write(batches)  # type: ignore[misc]
+            conflicts = await write(batches)
             self._keep_rows(batches, conflicts)
             return conflicts
 

@@ -155,7 +155,7 @@ class LogStore(StoreTools, Store):
             sessions=self._open,
         )
         self._writer = Writer(
-            checkpointer.keeping_rows(backend.write),  # type: ignore[arg-type]
+            checkpointer.keeping_rows(backend.write),
             start=checkpointer.starting_keeping_rows(backend.start_write)
             if isinstance(backend, StartsWrites)
             else None,
