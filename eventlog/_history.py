@@ -63,6 +63,7 @@ class SessionHistory:
         :raises EventNotLoadedError: ``from_seq`` is before the window's start.
         """
         base = self._base
+        stop = base + len(self._events)
         if from_seq is None:
             start = base
         elif type(from_seq) is not int:
@@ -70,12 +71,17 @@ class SessionHistory:
                 f"session {self.id!r}: from_seq must be an int (a seq), got {from_seq!r}",
                 session_id=self.id,
             )
+        elif from_seq < base:
+            raise not_loaded(self.id, max(0, from_seq), base)
         else:
-            start = max(0, from_seq)
-            if start < base:
-                raise not_loaded(self.id, start, base)
-        stop = base + len(self._events)
-        return EventWindow(self._events, base, min(start, stop), stop, self._pinned, self.id)
+            start = from_seq if from_seq < stop else stop
+        return EventWindow(self._events, base, start, stop, self._pinned, self.id)
+
+    @property
+    def last_event(self) -> Event | None:
+        """The event at the head (``None`` when the log is empty): always held, read in O(1)
+        without allocating (a projection reads the one new event after each commit so)."""
+        return self._events[-1] if self._events else None
 
     async def events(self, from_seq: int = 0, limit: int | None = None) -> Sequence[Event]:
         """Every committed event from ``from_seq`` (at most ``limit``) up to the head as of

@@ -39,8 +39,11 @@ class EventWindow(PrefixView[Event]):
         pinned: Mapping[int, Event],
         session_id: str,
     ) -> None:
-        # ``events[0]`` is event ``first``; the window covers ``start..stop - 1``.
-        super().__init__(events, start - first, stop - first)
+        # ``events[0]`` is event ``first``; the window covers ``start..stop - 1``. The fields
+        # are set here, not through PrefixView's checks: a projection makes one per read.
+        self._items = events
+        self._start = start - first
+        self._stop = stop - first
         self._first = first
         self._pinned = pinned
         self._session_id = session_id

@@ -70,8 +70,12 @@ def catch_up(session: Session, projection: Projection[S]) -> S:
     if next_seq > head:
         return state  # the common read: nothing new, no allocation
     apply = projection.apply
-    for event in session.window(next_seq):
-        state = apply(state, event)
+    last = session.last_event
+    if head == next_seq and last is not None:
+        state = apply(state, last)  # one new event: no window, no iterator
+    else:
+        for event in session.window(next_seq):
+            state = apply(state, event)
     entry.state = state
     entry.next_seq = head + 1
     return state
