@@ -11,7 +11,6 @@ import pytest
 
 from eventlog import (
     CachedState,
-    Event,
     EventNotLoadedError,
     SnapshotState,
     ValidationError,
@@ -21,6 +20,7 @@ from eventlog.stores import DEFAULT_SNAPSHOT_STATES, LogStore, MemoryData
 from eventlog.stores._snapshots import decode_snapshot
 from projections import SNAPSHOT_STATES, timeline
 from projections.base import catch_up, fold
+from tests.test_live_trim import CountTypes
 from tests.test_snapshots import TurnPlan, play, state_of
 from tests.three_stores import Opener, stores
 
@@ -30,19 +30,6 @@ pytestmark = pytest.mark.anyio
 
 #: Three turns, a compaction after the third: its flush writes a snapshot.
 PLANS = [TurnPlan(calls=(1,), header=True, queued=False, compact=turn == 3) for turn in (1, 2, 3)]
-
-
-class CountTypes:
-    """An app's own projection: events per type."""
-
-    key = "tests.count-types"
-
-    def initial(self) -> dict[str, int]:
-        return {}
-
-    def apply(self, state: dict[str, int], event: Event) -> dict[str, int]:
-        state[event.type] = state.get(event.type, 0) + 1
-        return state
 
 
 COUNTS = CountTypes()
