@@ -111,7 +111,7 @@ class Checkpoint(Protocol):
     is due, taking it, and dropping from memory the events it covers (the session's one hook
     for snapshots; see :mod:`eventlog.stores._checkpointer`)."""
 
-    #: The head at which the next snapshot is due (``2**63``: none).
+    #: The head at which the next snapshot is due (a compaction makes it due at once).
     due: int
 
     @property

@@ -31,9 +31,6 @@ __all__ = ("Checkpointer",)
 
 logger = logging.getLogger("eventlog.store")
 
-#: No snapshot due (snapshots off).
-_NEVER = 2**63
-
 
 class _Schedule:
     """One writable session's snapshots (:class:`~eventlog._session_ports.Checkpoint`)."""
