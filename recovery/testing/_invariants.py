@@ -38,8 +38,9 @@ class InvariantViolation(AssertionError):
 
 
 def check_invariants(session: Session) -> None:
-    """Check every invariant of a settled (balanced) session. They read the whole log: on a
-    session opened from a snapshot, ``await session.load_history()`` first (else the checks
+    """Check every invariant of a settled (balanced) session. They read the whole log
+    synchronously, from the session's window (``session.window(0)``): on a session opened
+    from, or trimmed at, a snapshot, ``await session.load_history()`` first (else the checks
     that need older events report :class:`~eventlog.EventNotLoadedError`).
 
     :raises InvariantViolation: listing every violated invariant, not just the first.
