@@ -65,8 +65,9 @@ class EventWindow(PrefixView[Event]):
         :raises IndexError: ``seq`` is negative or past the window.
         :raises EventNotLoadedError: ``seq`` is before ``start`` and not on the surface.
         """
-        if self.start <= seq < self.stop:
-            return self._items[seq - self._first]
+        index = seq - self._first  # fields, not the properties: once per surface event
+        if self._start <= index < self._stop:
+            return self._items[index]
         if 0 <= seq < self.start:
             event = self._pinned.get(seq)
             if event is None:
