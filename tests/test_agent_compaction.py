@@ -85,7 +85,7 @@ async def test_automatic_compaction_replaces_the_old_span_before_a_request(
     summary = events_of(session, "compaction/summary")[0]
     assert checkpoint.sources[:2] == (start.seq, summary.seq)
     assert set(checkpoint.sources[2:]) >= set(range(start.data.start, start.data.end + 1)) & {
-        e.seq for e in (await session.events()) if e.surface is not None
+        e.seq for e in await session.events() if e.surface is not None
     }
     # The model saw the checkpoint at the head of a shorter history; raw events stay.
     last = model.requests[-1].messages

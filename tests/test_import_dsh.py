@@ -248,7 +248,7 @@ async def test_compaction_replace_is_remapped_onto_the_new_seqs() -> None:
     async with open_store("memory:") as store:
         path = DSH_LOGS / "headless-agent--compaction-recovery.jsonl"
         report, session = await imported(store, path)
-        replace = [e for e in (await session.events()) if e.type == "user/message" and e.sources]
+        replace = [e for e in await session.events() if e.type == "user/message" and e.sources]
         assert len(replace) == 1
         # dsh: replace(4, 4) with sources [19, 20, 4]; chunks before it took no seq here.
         event = replace[0]

@@ -153,7 +153,7 @@ async def test_a_runner_turn_is_core_events_and_the_same_items(tmp_path: Path) -
             # The core record: a balanced turn, the call logged before its result.
             types = [
                 e.type
-                for e in (await session.log.events())
+                for e in await session.log.events()
                 if not e.type.startswith("openai_agents/")
             ]
             assert types == [

@@ -144,7 +144,7 @@ async def _turns(schema: str, session_id: str) -> list[int]:
     """The turn numbers stored in a session (opening it verifies seqs and hash chain)."""
     async with _store(schema) as store:
         session = await store.open(session_id)
-        return [e.data.turn for e in (await session.events()) if e.type == "turn/start"]
+        return [e.data.turn for e in await session.events() if e.type == "turn/start"]
 
 
 async def _lease_until(schema: str, session_id: str) -> Any:
