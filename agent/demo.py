@@ -209,7 +209,7 @@ def _short(text: str, width: int = 70) -> str:
 
 def _fates(session: Session) -> list[str]:
     view = timeline(session)
-    events = session.events()
+    events = session.window(0)
     lines = []
     for call in view.calls():
         result = events[call.result].data if call.result is not None else None
@@ -228,7 +228,7 @@ def _fates(session: Session) -> list[str]:
 
 def _seen_after_recovery_at(session: Session) -> int:
     """The seq after which the first model request following the repair was made."""
-    events = session.events()
+    events = session.window(0)
     repaired = next(
         e.seq for e in events if e.type == "turn/end" and e.data.reason == "interrupted"
     )
@@ -250,7 +250,7 @@ async def report(workdir: Path, killed: str) -> int:
         session = await store.open(SESSION, verify="full")
         async with session:
             print("\n== The log (one line per event) ==")
-            for event in session.events():
+            for event in await session.events():
                 indent = "" if event.type.startswith(("turn/", "agent/")) else "    "
                 print(f"{event.seq:>4}  {indent}{event.type:<22}{_describe(event)}")
             print("\n== Each tool call and its fate (turn.step, tool, id, seqs, fate) ==")

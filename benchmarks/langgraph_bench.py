@@ -233,7 +233,7 @@ def _old_resume(url: str) -> Any:
         async with open_store(url, types=langgraph_types()) as store:
             session = await store.open(session_id_for("long"), verify="full")
             index = InMemorySaver()
-            for event in session.events():
+            for event in await session.events():
                 data = event.data
                 if isinstance(data, Checkpointed):
                     for blob in data.blobs:

@@ -116,8 +116,9 @@ _LIVE: list[tuple[float, float, int]] = []
 def _agent_reads() -> Any:
     """What an agent reads at each step: the open step's calls and the numbering (the
     timeline), the history for the request (messages), the inbox to claim from and the
-    request settings in force. Imported here: importing ``projections`` registers their
-    snapshot states for the whole process."""
+    request settings in force. Imported here, as the agent's process would: the other
+    figures read no projection (the store's snapshots carry the projections' states either
+    way, resolved from its default ``snapshot_states``)."""
     from projections import inbox, messages, request_header, timeline
 
     def read(session: Any) -> None:

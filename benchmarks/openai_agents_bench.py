@@ -155,7 +155,7 @@ async def _write_session(url: str, events: int) -> None:
             nodes = session.log.surface_index.nodes
             if len(nodes) >= _COMPACT_AT:
                 session.end_turn()
-                user = [s for s in nodes if session.log.event(s).type == "user/message"]
+                user = [s for s in nodes if session.log.window().event(s).type == "user/message"]
                 await compact(session.log, nodes[0], nodes[nodes.index(user[-1]) - 1], _summary)
                 await session.log.flush()
         await session.log.aclose()

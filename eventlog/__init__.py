@@ -46,8 +46,8 @@ from ._message import (
 from ._precheck import check_payload, check_room
 from ._prefix import PrefixView
 from ._registry import EventTypes
-from ._session import EventsView, Session
-from ._snapshot_state import SnapshotState, register_snapshot_state
+from ._session import Session
+from ._snapshot_state import CachedState, SnapshotState
 from ._strict import DEFAULT_MAX_NESTING, find_invalid
 from ._surface import SurfaceIndex, fold_surface
 from ._vocabulary import (
@@ -78,6 +78,7 @@ from ._vocabulary import (
     Usage,
     UserMessage,
 )
+from ._window import EventWindow
 from .stores import SessionInfo, Store, open_store
 
 __all__ = (
@@ -88,6 +89,7 @@ __all__ = (
     "AssistantMessage",
     "AttachmentNotFoundError",
     "BacklogFullError",
+    "CachedState",
     "ClosedError",
     "CompactionEnd",
     "CompactionStart",
@@ -100,7 +102,7 @@ __all__ = (
     "ImportRefusedError",
     "MissingExtraError",
     "EventTypes",
-    "EventsView",
+    "EventWindow",
     "FinishReason",
     "FilePart",
     "HookDecision",
@@ -160,6 +162,5 @@ __all__ = (
     "needs_extra",
     "new_id",
     "open_store",
-    "register_snapshot_state",
     "validate_session_id",
 )

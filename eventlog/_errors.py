@@ -138,11 +138,10 @@ class AttachmentNotFoundError(EventLogError, LookupError):
 
 
 class EventNotLoadedError(EventLogError, LookupError):
-    """An event older than what an open session holds in memory was asked for synchronously:
-    the session was opened from a snapshot, or dropped older events at one while open
-    (docs/stores.md). Read it with
-    ``session.read_events(from_seq)`` (async, from the store), or open the session with
-    ``verify="full"`` to hold every event."""
+    """An event before a session's window (:meth:`Session.window`, what it holds in memory)
+    was asked of the window, or the store no longer holds an event a complete read needs.
+    Read older events with ``await session.events(from_seq)`` (from the store, then memory;
+    docs/stores.md)."""
 
 
 class MissingExtraError(EventLogError, ImportError):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._session import DEFAULT_MAX_EVENT_BYTES, Session
+from ._session import Session
+from ._session_ports import DEFAULT_MAX_EVENT_BYTES
 from ._staging import encode_for_append
 from ._strict import DEFAULT_MAX_NESTING
 

@@ -1,6 +1,6 @@
 """The immutable view over a list that only grows: a session's events, a projection's snapshot.
 
-One shape serves both. ``Session.events()`` hands out a window of the log this way, and the
+One shape serves both. ``Session.window()`` hands out the events held in memory this way, and the
 projections hand out their snapshots (``messages``, ``surface``) the same way: O(1) to make, it
 copies nothing, and a view a reader holds never changes, because the list it watches is only
 ever appended to past the captured bounds (a rebuild makes a new list).
@@ -12,9 +12,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, TypeVar, overload
 
-from ._event import Event
-
-__all__ = ("EventsView", "PrefixView")
+__all__ = ("PrefixView",)
 
 T = TypeVar("T")
 
@@ -71,14 +69,3 @@ class PrefixView(Sequence[T]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {len(self)} items>"
-
-
-class EventsView(PrefixView[Event]):
-    """An immutable view of a window of a session's log (``Session.events()``): later appends
-    do not show through."""
-
-    __slots__ = ()
-    _index_name = "event index"
-
-    def __repr__(self) -> str:
-        return f"EventsView(seq {self._start}..{self._stop - 1})"

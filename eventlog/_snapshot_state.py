@@ -1,23 +1,51 @@
-"""Named, versioned codecs of projection state, carried by snapshots (docs/stores.md).
+"""Named, versioned codecs of projection state, carried by snapshots (docs/stores.md), and the
+cached state a projection keeps on a session.
 
-The log layer cannot import projections, so a snapshot carries whatever cached states the
-projections registered here: each under the key it keeps in ``Session.projection_cache`` as the
-``[state, next_seq]`` cursor of :func:`projections.base.catch_up`. A registered projection also
-gives its fold (``initial`` and ``apply``), so the store can bring a state up to a snapshot's seq
-when it writes one, and rebuild a state the snapshot lacks (absent, of another version, or
-undecodable) by reading the stored events before the snapshot when it opens the session.
+The log layer cannot import projections, so which states a snapshot carries is passed to the
+store (``open_store(url, snapshot_states=...)``; by default the projections' own, see
+:mod:`eventlog.stores._states`). Each codec names the key its projection keeps in
+``Session.projection_cache`` as a :class:`CachedState` (what :func:`projections.base.catch_up`
+keeps there), and gives its fold (``initial`` and ``apply``), so the store can bring a state up
+to a snapshot's seq when it writes one, and rebuild a state the snapshot lacks (absent, of
+another version, or undecodable) by reading the stored events before the snapshot when it opens
+the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ._errors import ValidationError
 from ._event import Event
 
-__all__ = ("SnapshotState", "register_snapshot_state", "snapshot_states")
+__all__ = ("CachedState", "SnapshotState", "check_snapshot_states")
+
+S = TypeVar("S")
+
+
+class CachedState(Generic[S]):
+    """A projection's state folded over the events before ``next_seq``: what a projection
+    keeps in ``Session.projection_cache`` (see :func:`projections.base.catch_up`). Updated in
+    place, so a read after each commit allocates nothing.
+
+    The session never drops from memory an event a cached state has not folded yet (docs/
+    stores.md, "A long-lived session"); a snapshot carries the cached states of the codecs its
+    store was given.
+
+    :ivar state: the folded state.
+    :ivar next_seq: the seq of the first event not folded into it.
+    """
+
+    __slots__ = ("next_seq", "state")
+
+    def __init__(self, state: S, next_seq: int) -> None:
+        self.state = state
+        self.next_seq = next_seq
+
+    def __repr__(self) -> str:
+        return f"CachedState(next_seq={self.next_seq})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,23 +77,27 @@ class SnapshotState:
     trim: Callable[[Any], Any] | None = None
 
 
-_REGISTERED: dict[str, SnapshotState] = {}
+def check_snapshot_states(states: object) -> tuple[SnapshotState, ...]:
+    """``states`` as a tuple of codecs, checked; a later codec of a key replaces an earlier.
 
-
-def register_snapshot_state(state: SnapshotState) -> None:
-    """Register (or replace) the codec of the projection cached under ``state.key``.
-
-    :raises ValidationError: the key is not a non-empty string or the version not an int >= 0.
+    :raises ValidationError: not an iterable of :class:`SnapshotState`, a key is not a
+        non-empty string, or a version not an int >= 0.
     """
-    if not isinstance(state.key, str) or not state.key:
-        raise ValidationError(f"a snapshot state key must be a non-empty string, got {state.key!r}")
-    if type(state.version) is not int or state.version < 0:
+    if isinstance(states, str | bytes) or not isinstance(states, Iterable):
         raise ValidationError(
-            f"snapshot state {state.key!r}: version must be an int >= 0, got {state.version!r}"
+            f"option snapshot_states must be a sequence of SnapshotState, got {states!r}"
         )
-    _REGISTERED[state.key] = state
-
-
-def snapshot_states() -> tuple[SnapshotState, ...]:
-    """Every registered state codec, in registration order."""
-    return tuple(_REGISTERED.values())
+    by_key: dict[str, SnapshotState] = {}
+    for state in states:
+        if not isinstance(state, SnapshotState):
+            raise ValidationError(f"snapshot_states holds {state!r}, not a SnapshotState")
+        if not isinstance(state.key, str) or not state.key:
+            raise ValidationError(
+                f"a snapshot state key must be a non-empty string, got {state.key!r}"
+            )
+        if type(state.version) is not int or state.version < 0:
+            raise ValidationError(
+                f"snapshot state {state.key!r}: version must be an int >= 0, got {state.version!r}"
+            )
+        by_key[state.key] = state
+    return tuple(by_key.values())

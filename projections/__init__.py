@@ -6,7 +6,9 @@ The package exports its read API: the projections (``surface``, ``messages``, ``
 ``timeline``, ``request_header``), the converters of messages to provider formats, the request
 builders, and the types they return. The machinery for writing a projection of your own lives
 in ``projections.base``; the inbox fold and the builders of its ``agent/inbox/spliced``
-payloads (enqueue, claim, cancel) together in ``projections.inbox``.
+payloads (enqueue, claim, cancel) together in ``projections.inbox``. ``SNAPSHOT_STATES`` are the
+codecs of the states a store's snapshots carry by default (``open_store``'s
+``snapshot_states``).
 """
 
 from ._formats import Attachments, Degrade, to_anthropic, to_openai, to_openai_responses
@@ -18,7 +20,7 @@ from ._requests import (
     openai_request,
     openai_tools,
 )
-from ._snapshot_states import register as _register_snapshot_states
+from ._snapshot_states import SNAPSHOT_STATES
 from ._surface import Surface, surface
 from ._timeline import (
     CallKey,
@@ -34,11 +36,10 @@ from ._timeline import (
 from .header import request_header
 from .inbox import Inbox, inbox
 
-_register_snapshot_states()
-
 __all__ = (
     "Attachments",
     "ANTHROPIC_DEFAULT_MAX_TOKENS",
+    "SNAPSHOT_STATES",
     "anthropic_request",
     "anthropic_tools",
     "openai_request",

@@ -107,7 +107,8 @@ def messages(session: Session, at: int | None = None) -> MessagesView:
         session.projection_cache[_KEY] = cache
     nodes = index.nodes
     if cache.consumed < len(nodes):
-        event = session.event  # O(1), no view: this runs after every commit that is read
+        # The surface's events are always held: the window reads them, O(1) each.
+        event = session.window().event
         _place((event(seq) for seq in nodes[cache.consumed :]), cache.items, cache.pending)
         cache.consumed = len(nodes)
         cache.view = _view(cache.items, cache.pending)

@@ -1,6 +1,7 @@
-"""The projections' states in snapshots (docs/stores.md): codecs registered with
-:func:`eventlog.register_snapshot_state`, so a session opened from a snapshot has its timeline,
-inbox and request header at once, without reading the events before the snapshot.
+"""The projections' states in snapshots (docs/stores.md): the codecs of
+:data:`SNAPSHOT_STATES`, which a store's snapshots carry by default (``open_store``'s
+``snapshot_states``), so a session opened from a snapshot has its timeline, inbox and request
+header at once, without reading the events before the snapshot.
 
 The timeline is carried compactly: its open turn and step, the numbering, the findings, and the
 calls that can still change (the open step's and every unanswered one). The answered calls of
@@ -8,7 +9,7 @@ closed steps are not carried, so on a session opened from a snapshot ``Timeline.
 ``Timeline.call()`` know only those and the calls since; a full history is ``timeline`` over a
 session opened with ``verify="full"`` (what the report and the CLI's audit use). A live session
 that trims at a snapshot keeps the same of its cached timeline (``TimelineState.trimmed``,
-registered as the codec's ``trim``), so it answers as if reopened from that snapshot; the
+the codec's ``trim``), so it answers as if reopened from that snapshot; the
 inbox and the request header are carried whole, and kept whole.
 """
 
@@ -19,13 +20,13 @@ from typing import Any
 
 import msgspec
 
-from eventlog import InboxItem, InboxTarget, RequestHeader, SnapshotState, register_snapshot_state
+from eventlog import InboxItem, InboxTarget, RequestHeader, SnapshotState
 
 from ._timeline import TIMELINE, Finding, OpenStep, OpenTurn, TimelineState, ToolCallState
 from .header import REQUEST_HEADER
 from .inbox import INBOX, InboxState
 
-__all__ = ("register",)
+__all__ = ("SNAPSHOT_STATES",)
 
 _Key = tuple[int, int, str]
 
@@ -110,26 +111,29 @@ def _decode_inbox(data: bytes) -> InboxState:
 _header_decoder = msgspec.msgpack.Decoder(RequestHeader)
 
 
-def register() -> None:
-    """Register the timeline's, the inbox's and the request header's codecs (done on
-    importing ``projections``); each is at version 1. Only the timeline's state is trimmed
-    when a live session trims at a snapshot (its snapshot form leaves the answered calls of
-    closed steps out); the inbox's and the header's are carried whole, so they are kept."""
-    Codec = tuple[Any, Callable[[Any], bytes], Callable[[bytes], Any], Callable[[Any], Any] | None]
-    codecs: tuple[Codec, ...] = (
-        (TIMELINE, _encode_timeline, _decode_timeline, TimelineState.trimmed),
-        (INBOX, _encode_inbox, _decode_inbox, None),
-        (REQUEST_HEADER, msgspec.msgpack.encode, _header_decoder.decode, None),
+def _codec(
+    projection: Any,
+    encode: Callable[[Any], bytes],
+    decode: Callable[[bytes], Any],
+    trim: Callable[[Any], Any] | None = None,
+) -> SnapshotState:
+    return SnapshotState(
+        key=projection.key,
+        version=1,
+        encode=encode,
+        decode=decode,
+        initial=projection.initial,
+        apply=projection.apply,
+        trim=trim,
     )
-    for projection, encode, decode, trim in codecs:
-        register_snapshot_state(
-            SnapshotState(
-                key=projection.key,
-                version=1,
-                encode=encode,
-                decode=decode,
-                initial=projection.initial,
-                apply=projection.apply,
-                trim=trim,
-            )
-        )
+
+
+#: The timeline's, the inbox's and the request header's codecs, each at version 1: what a
+#: store's snapshots carry by default. Only the timeline's state is trimmed when a live session
+#: trims at a snapshot (its snapshot form leaves the answered calls of closed steps out); the
+#: inbox's and the header's are carried whole, so they are kept.
+SNAPSHOT_STATES: tuple[SnapshotState, ...] = (
+    _codec(TIMELINE, _encode_timeline, _decode_timeline, TimelineState.trimmed),
+    _codec(INBOX, _encode_inbox, _decode_inbox),
+    _codec(REQUEST_HEADER, msgspec.msgpack.encode, _header_decoder.decode),
+)

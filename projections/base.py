@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from eventlog import Event, PrefixView, Session, ValidationError
+from eventlog import CachedState, Event, PrefixView, Session, ValidationError
 
 __all__ = ("PrefixView", "Projection", "catch_up", "events_through", "fold", "read_through")
 
@@ -49,52 +49,60 @@ def fold(projection: Projection[S], events: Iterable[Event]) -> S:
 def catch_up(session: Session, projection: Projection[S]) -> S:
     """The projection's state for everything ``session`` committed so far.
 
-    Keeps ``[state, next_seq]`` in ``session.projection_cache`` under ``projection.key`` and
-    applies only the events committed since the last read. The cursor is a list updated in
-    place: a read after each commit then allocates nothing here (less garbage-collector work on
-    a long session).
+    Keeps a :class:`~eventlog.CachedState` in ``session.projection_cache`` under
+    ``projection.key`` and applies only the events committed since the last read, from the
+    session's window (``session.window``): the session never drops from memory an event a
+    cached state has not folded. The cached state is updated in place, so a read after each
+    commit allocates little here (less garbage-collector work on a long session).
+
+    :raises EventNotLoadedError: the session holds no cached state for this projection and
+        does not hold its whole log (it was opened from, or trimmed at, a snapshot that does
+        not carry this projection's state: see ``open_store``'s ``snapshot_states``).
     """
     cache = session.projection_cache
     key = projection.key
-    entry: list[Any] | None = cache.get(key)
+    entry: CachedState[S] | None = cache.get(key)
     head = session.head
     if entry is None:
-        entry = cache[key] = [projection.initial(), 0]
-    state: S = entry[0]
-    next_seq: int = entry[1]
+        entry = cache[key] = CachedState(projection.initial(), 0)
+    state = entry.state
+    next_seq = entry.next_seq
     if next_seq > head:
         return state  # the common read: nothing new, no allocation
     apply = projection.apply
-    if head == next_seq:
-        state = apply(state, session.event(head))  # one new event: no view, no iterator
+    last = session.last_event
+    if head == next_seq and last is not None:
+        state = apply(state, last)  # one new event: no window, no iterator
     else:
-        for event in session.events(next_seq):
+        for event in session.window(next_seq):
             state = apply(state, event)
-    entry[0] = state
-    entry[1] = head + 1
+    entry.state = state
+    entry.next_seq = head + 1
     return state
 
 
 def events_through(session: Session, at: int) -> Iterable[Event]:
     """The events ``0..at`` of ``session`` (for a fold of what stood after event ``at``).
 
-    On a session opened from a snapshot, iterating raises :class:`~eventlog.EventNotLoadedError`
-    at the first event not in memory: use :func:`read_through` (async) there.
+    Read from the session's window (``session.window(0)``): a session opened from, or
+    trimmed at, a snapshot does not hold them all; :func:`read_through` (async) reads them
+    from the store on any session.
 
     :raises ValidationError: ``at`` is not between -1 and the session's head.
+    :raises EventNotLoadedError: the session's window does not start at 0.
     """
     _check_at(session, at)
-    return itertools.islice(session.events(), at + 1)
+    return itertools.islice(session.window(0), at + 1)
 
 
 async def read_through(session: Session, at: int) -> list[Event]:
     """The events ``0..at`` of ``session``, read from the store where they are not in memory
-    (``session.read_events``): what the ``*_at`` readers fold on any session.
+    (``session.events``): what the ``*_at`` readers fold on any session.
 
     :raises ValidationError: ``at`` is not between -1 and the session's head.
     """
     _check_at(session, at)
-    return [event async for event in session.read_events(0, at + 1)]
+    return list(await session.events(0, at + 1))
 
 
 def _check_at(session: Session, at: object) -> None:

@@ -96,7 +96,7 @@ async def repair(session: Session) -> RepairReport:
     appended: list[int] = []
     if diagnosis.needs_repair:
         session.raise_if_fenced()
-        time = session.events()[-1].time
+        time = session.window().event(session.head).time
         outcomes = await _outcomes(session, diagnosis.dangling)
         for dangling in diagnosis.dangling:
             data, sources = _answer(session, dangling, outcomes)
@@ -123,7 +123,7 @@ async def _outcomes(session: Session, dangling: Iterable[DanglingCall]) -> dict[
         if item.kind != "completed" or seq is None:
             continue
         if seq >= session.loaded_from:
-            found[seq] = session.event(seq).data
+            found[seq] = session.window().event(seq).data
         else:
             async for event in session.read_events(seq, 1):
                 found[seq] = event.data

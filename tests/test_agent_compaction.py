@@ -79,19 +79,19 @@ async def test_automatic_compaction_replaces_the_old_span_before_a_request(
     assert start.data.trigger == "auto"
     end = events_of(session, "compaction/end")[0]
     assert end.data.outcome == "completed"
-    checkpoint = session.events()[end.data.checkpoint]
+    checkpoint = (await session.events())[end.data.checkpoint]
     assert isinstance(checkpoint.surface, Replace)
     # The checkpoint cites the bracket start, the summary and every shadowed node.
     summary = events_of(session, "compaction/summary")[0]
     assert checkpoint.sources[:2] == (start.seq, summary.seq)
     assert set(checkpoint.sources[2:]) >= set(range(start.data.start, start.data.end + 1)) & {
-        e.seq for e in session.events() if e.surface is not None
+        e.seq for e in await session.events() if e.surface is not None
     }
     # The model saw the checkpoint at the head of a shorter history; raw events stay.
     last = model.requests[-1].messages
     assert last[0].source is not None and last[0].source.kind == "compaction"
     assert "<compacted-summary>" in last[0].text
-    assert session.events()[start.data.start].type == "user/message"
+    assert (await session.events())[start.data.start].type == "user/message"
     check_invariants(session)
 
 
@@ -130,7 +130,7 @@ async def test_manual_compaction_of_an_explicit_span(session: Session) -> None:
     assert result.tokens_after < result.tokens_before
     assert len(messages(session)) == before - 4
     assert events_of(session, "compaction/start")[0].data.trigger == "manual"
-    assert [e.type for e in session.events()][-4:] == [
+    assert [e.type for e in await session.events()][-4:] == [
         "compaction/start",
         "compaction/summary",
         "user/message",
@@ -184,7 +184,7 @@ async def test_a_failing_summarizer_aborts_the_bracket(session: Session) -> None
 
     with pytest.raises(CompactionError, match="the summarizer failed: RuntimeError: no model"):
         await compact(session, nodes[0], nodes[1], broken)
-    assert [e.type for e in session.events()][-2:] == ["compaction/start", "compaction/end"]
+    assert [e.type for e in await session.events()][-2:] == ["compaction/start", "compaction/end"]
 
 
 async def test_the_model_summarizer_asks_the_model(session: Session) -> None:
@@ -193,7 +193,10 @@ async def test_the_model_summarizer_asks_the_model(session: Session) -> None:
     model = ScriptedModel([Response(text="short")])
     result = await compact(session, nodes[0], nodes[1], model_summarizer(model))
     assert model.requests[0].messages[-1].role == "user"
-    assert "<compacted-summary>\nshort\n" in session.events()[result.checkpoint].data.message.text
+    assert (
+        "<compacted-summary>\nshort\n"
+        in (await session.events())[result.checkpoint].data.message.text
+    )
 
 
 def test_the_token_estimate_counts_every_part() -> None:

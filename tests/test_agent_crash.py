@@ -50,10 +50,10 @@ def _check_session(session: Session, started: set[str], tally: Tally) -> None:
     """The invariants, and: no started body is reported as not started; every started body
     has a durable ``tool/call`` (it was flushed before the body ran)."""
     check_invariants(session)
-    logged_calls = {e.data.call_id for e in session.events() if e.type == "tool/call"}
+    logged_calls = {e.data.call_id for e in session.window(0) if e.type == "tool/call"}
     missing = started - logged_calls
     assert not missing, f"bodies ran without a durable tool/call: {sorted(missing)}"
-    for event in session.events():
+    for event in session.window(0):
         if event.type != "tool/result" or event.data.error is None:
             continue
         call_id = event.data.message.tool_results[0].call_id

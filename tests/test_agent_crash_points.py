@@ -50,7 +50,7 @@ async def _second_life(data: MemoryData, started: set[str]) -> None:
         agent = await Agent.resume(store, "s", ScriptedModel(script), tools)
         session = agent.session
         check_invariants(session)
-        for event in session.events():
+        for event in await session.events():
             if event.type == "tool/result" and event.data.error is not None:
                 if event.data.error.code in (TOOL_NOT_STARTED, "ABORTED_BEFORE_DISPATCH"):
                     call_id = event.data.message.tool_results[0].call_id
@@ -59,9 +59,9 @@ async def _second_life(data: MemoryData, started: set[str]) -> None:
         await agent.prompt("fix it", request_id="req-1")
         await agent.run_until_idle()
         check_invariants(session)
-        users = [e for e in session.events() if e.type == "user/message"]
+        users = [e for e in (await session.events()) if e.type == "user/message"]
         assert [e.data.message.text for e in users] == ["fix it"]
-        assert session.events()[-1].type == "turn/end"
+        assert (await session.events())[-1].type == "turn/end"
         await session.aclose()
 
 

@@ -148,7 +148,7 @@ async def test_a_later_call_finishing_first_is_made_durable_as_outcome(session: 
     async with anyio.create_task_group() as tg:
         tg.start_soon(release_c0_after_c1_finished)
         await _run(session, _tools(tracker), calls)
-    types = [e.type for e in session.events()]
+    types = [e.type for e in await session.events()]
     assert types[3:] == [
         "tool/call",
         "tool/call",
@@ -220,7 +220,7 @@ async def test_cancel_before_the_group_starts_nothing(session: Session) -> None:
     assert tracker.log == []
     assert report.aborted == 2
     # Each unstarted call gets a tool/call + tool/result pair coded ABORTED_BEFORE_DISPATCH.
-    assert [e.type for e in session.events()][3:] == ["tool/call", "tool/result"] * 2
+    assert [e.type for e in await session.events()][3:] == ["tool/call", "tool/result"] * 2
     for result in events_of(session, "tool/result"):
         assert result.data.error.code == ABORTED_BEFORE_DISPATCH
         assert result.data.error.name == "AbortError"

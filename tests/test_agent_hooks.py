@@ -43,13 +43,13 @@ def _decisions(session: Session) -> list[tuple[int, int, str, str]]:
     """Every recorded hook decision: (turn, step, hook, outcome)."""
     return [
         (e.data.turn, e.data.step, e.data.hook, e.data.outcome)
-        for e in session.events()
+        for e in session.window()
         if e.type == "agent/hook"
     ]
 
 
 def _hook_event(session: Session, n: int = 0) -> Any:
-    return [e for e in session.events() if e.type == "agent/hook"][n]
+    return [e for e in session.window() if e.type == "agent/hook"][n]
 
 
 def _texts(request: ModelRequest) -> list[str]:
@@ -103,7 +103,7 @@ async def test_a_plan_changes_the_model_prompt_params_and_tools_for_its_step_onl
     # The log says what was decided, and each request header what the request contained.
     assert _decisions(session) == [(1, 1, "before_step", "plan"), (1, 2, "before_step", "none")]
     assert _hook_event(session).data.changed == ("model", "system", "params", "tools")
-    headers = [e.data for e in session.events() if e.type == "request/header"]
+    headers = [e.data for e in session.window() if e.type == "request/header"]
     assert [h.system for h in headers] == ["be careful", "be brief"]
     check_invariants(session)
 
@@ -156,14 +156,14 @@ async def test_a_block_at_the_first_step_refuses_the_input_once(session: Session
     assert model.requests == []
     # The input is settled as refused, not left to wake the agent again, nor in the history.
     assert not inbox(session).wakes
-    splices = [e for e in session.events() if e.type == "agent/inbox/spliced"]
+    splices = [e for e in session.window() if e.type == "agent/inbox/spliced"]
     assert [s.data.outcome for s in splices] == [None, "refused"]
     assert list(messages(session)) == []
     block = _hook_event(session)
     assert (block.data.outcome, block.data.reason) == ("block", "no deployments on Fridays")
     assert block.sources == (splices[1].seq,)
     assert event_summary(block) == "turn 1 step 1 before_step block: no deployments on Fridays"
-    types = [e.type for e in session.events()]
+    types = [e.type for e in session.window()]
     assert types[-4:] == ["step/start", "agent/hook", "step/end", "turn/end"]
     # Running again finds nothing to do: no loop on the refused input.
     assert await _run(agent) == []
@@ -224,7 +224,7 @@ async def test_should_continue_runs_another_step_until_it_says_no(session: Sessi
         (1, 2, "should_continue", "stop"),
     ]
     # Each record sits inside its step, before the step's end.
-    types = [e.type for e in session.events()]
+    types = [e.type for e in session.window()]
     first = types.index("agent/hook")
     assert types[first - 1 : first + 2] == ["assistant/message", "agent/hook", "step/end"]
     check_invariants(session)
@@ -288,7 +288,7 @@ async def test_contexts_follow_the_results_in_the_models_order_and_survive_reope
         live = list(messages(session))
         # The fast call finished first: its result, context included, was made durable as
         # tool/outcome ahead of its turn.
-        (outcome,) = [e for e in session.events() if e.type == "tool/outcome"]
+        (outcome,) = [e for e in session.window() if e.type == "tool/outcome"]
         assert outcome.data.context is not None
         assert outcome.data.context.text == "context from fast"
         await session.aclose()
@@ -314,7 +314,7 @@ async def test_contexts_follow_the_results_in_the_models_order_and_survive_reope
         session = await store.open("ctx")
         async with session:
             assert list(messages(session)) == live
-            result_events = [e for e in session.events() if e.type == "tool/result"]
+            result_events = [e for e in session.window() if e.type == "tool/result"]
             assert event_summary(result_events[0]) == (
                 "tool: ← [call-1-0] slow result (context: context from slow)"
             )
@@ -322,7 +322,7 @@ async def test_contexts_follow_the_results_in_the_models_order_and_survive_reope
             assert [r.context.text for r in results] == ["context from slow", "context from fast"]
             assert results[0].context.source == MessageSource(kind="tool")
             # A view of the log as it stood after the first result shows its context last.
-            first = next(e for e in session.events() if e.type == "tool/result")
+            first = next(e for e in session.window() if e.type == "tool/result")
             assert [m.text or m.role for m in messages(session, at=first.seq)][-2:] == [
                 "tool",
                 "context from slow",
@@ -345,7 +345,7 @@ async def test_a_context_of_the_wrong_type_fails_the_call_not_the_turn(session: 
     agent = Agent(session, model, [odd])
     agent.followup("go")
     assert await _run(agent) == ["completed"]
-    (result,) = [e.data for e in session.events() if e.type == "tool/result"]
+    (result,) = [e.data for e in session.window() if e.type == "tool/result"]
     assert result.error is not None and result.error.code == TOOL_FAILED
     assert "context must be a string, a user Message" in result.message.tool_results[0].text
     assert result.context is None
@@ -450,7 +450,7 @@ async def test_hooks_that_are_not_callable_are_refused_at_construction(session: 
         Agent(session, ScriptedModel([]), should_continue=True)  # type: ignore[arg-type]
     with pytest.raises(AgentConfigError, match="Block: reason must be a string"):
         Block(None)  # type: ignore[arg-type]
-    assert list(session.events()) == []
+    assert list(session.window()) == []
 
 
 async def test_a_huge_failure_or_reason_is_recorded_clipped(session: Session) -> None:

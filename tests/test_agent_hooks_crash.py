@@ -56,7 +56,7 @@ async def _resume(url: str, marker: Path, mode: str) -> tuple[list[str], list[tu
             check_invariants(session)
             decisions = [
                 (f"{e.data.hook} {e.data.turn} {e.data.step}", e.data.outcome)
-                for e in session.events()
+                for e in session.window()
                 if e.type == "agent/hook"
             ]
     return outcomes, decisions

@@ -48,7 +48,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _types(session: Session, from_seq: int = 0) -> list[str]:
-    return [e.type for e in session.events(from_seq)]
+    return [e.type for e in session.window(from_seq)]
 
 
 def _probes(tracker: Tracker) -> list[Probe]:
@@ -324,7 +324,7 @@ async def test_live_observers_see_chunks_that_are_not_persisted(session: Session
     await _run(agent)
     unsubscribe()
     assert [c.text for c in seen if isinstance(c, TextDelta)] == ["ab", "cd", "ef", "gh"]
-    assert all(not e.type.startswith("assistant/chunk") for e in session.events())
+    assert all(not e.type.startswith("assistant/chunk") for e in await session.events())
 
 
 async def test_a_running_agent_refuses_a_second_turn(session: Session) -> None:

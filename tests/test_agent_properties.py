@@ -111,7 +111,7 @@ def test_any_run_with_any_cancel_point_ends_valid(
             check_invariants(session)
             # Every call that ran got its real result; every aborted call never ran.
             ran = set(tracker.starts())
-            for event in session.events():
+            for event in await session.events():
                 if event.type != "tool/result":
                     continue
                 call_id = event.data.message.tool_results[0].call_id

@@ -479,7 +479,7 @@ async def scenario(url: str, disk: MemoryData | None, data: st.DataObject) -> No
             if data.draw(st.integers(0, 6), label="flush?") == 0:
                 await session.flush()
         await session.flush()
-        expected = [msgspec.to_builtins(e) for e in session.events()]
+        expected = [msgspec.to_builtins(e) for e in await session.events()]
         assert len(expected) == accepted == len(seen)
     # After reopen: exactly the accepted events, read back identically, by open and by read.
     reopen_extra: dict[str, Any] = {} if disk is None else {"data": disk.restarted()}
@@ -487,7 +487,7 @@ async def scenario(url: str, disk: MemoryData | None, data: st.DataObject) -> No
         reopen_extra["lease_ttl"] = 5.0
     async with open_store(url, **reopen_extra) as again:
         reopened = await again.open("s")
-        assert [msgspec.to_builtins(e) for e in reopened.events()] == expected
+        assert [msgspec.to_builtins(e) for e in await reopened.events()] == expected
         assert [msgspec.to_builtins(e) async for e in again.read("s")] == expected
         await reopened.aclose()
 

@@ -58,7 +58,7 @@ def _snapshot(session: Session) -> tuple[int, int, list[Any], list[int], int]:
     return (
         session.head,
         session.durable,
-        [msgspec.to_builtins(e) for e in session.events()],
+        [msgspec.to_builtins(e) for e in session.window(0)],
         list(session.surface_index.nodes),
         session.surface_index.generation,
     )
@@ -201,8 +201,8 @@ async def test_bad_input_is_refused_and_changes_nothing(
 
 async def test_events_are_frozen_and_seq_equals_index(session: Session) -> None:
     event = session.append("turn/end", {"turn": 1, "reason": "completed"})
-    assert [e.seq for e in session.events()] == [0, 1, 2]
-    assert session.events()[2] is event
+    assert [e.seq for e in await session.events()] == [0, 1, 2]
+    assert (await session.events())[2] is event
     with pytest.raises(AttributeError):
         event.seq = 7  # type: ignore[misc]
     with pytest.raises(AttributeError):
@@ -211,22 +211,22 @@ async def test_events_are_frozen_and_seq_equals_index(session: Session) -> None:
 
 async def test_events_view_is_the_shared_immutable_prefix_view(session: Session) -> None:
     # The session's events and the projections' snapshots are one kind of view.
-    whole, tail = session.events(), session.events(1)
+    whole, tail = session.window(), session.window(1)
     assert isinstance(whole, PrefixView) and isinstance(messages(session), PrefixView)
     assert isinstance(surface(session), PrefixView)
     # Later appends do not show through a view already handed out.
     session.append("turn/end", {"turn": 1, "reason": "completed"})
-    assert (len(whole), len(tail), len(session.events())) == (2, 1, 3)
+    assert (len(whole), len(tail), len(session.window())) == (2, 1, 3)
     assert tail[0] is whole[1] and tail[-1].seq == 1
-    assert repr(tail) == "EventsView(seq 1..1)"
+    assert repr(tail) == "EventWindow(seq 1..1)"
     # Like every view: slices are tuples, equality is by items, and it is unhashable.
     assert whole[1:] == (whole[1],) and isinstance(whole[:1], tuple)
-    assert whole == list(whole) and session.events(2) != whole
+    assert whole == list(whole) and (await session.events(2)) != whole
     with pytest.raises(IndexError, match="event index out of range"):
         tail[1]
     with pytest.raises(TypeError):
         hash(whole)
-    assert len(session.events(7)) == 0
+    assert len(await session.events(7)) == 0
 
 
 async def test_the_payload_is_a_validated_copy(session: Session) -> None:

@@ -214,7 +214,9 @@ async def test_format1_sessions_stay_format1_and_new_ones_are_format2(tmp_path: 
             await session.aclose()
         reopened = await store.open(child_id)
         parent = await store.open("agent-run")
-        assert [e.data for e in reopened.events()][:16] == [e.data for e in parent.events()][:16]
+        assert [e.data for e in await reopened.events()][:16] == [
+            e.data for e in await parent.events()
+        ][:16]
 
 
 @pytest.mark.parametrize("session_id", ["s", None], ids=["format 2", "format 1"])

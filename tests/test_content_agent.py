@@ -325,9 +325,9 @@ async def test_a_tool_image_is_refused_by_openai_chat(server: LLMServer, store: 
     )
     # One request went out (the first step); the refused one was neither sent nor logged.
     assert len(server.received) == 1
-    types = [e.type for e in session.events(result.seq + 1)]
+    types = [e.type for e in await session.events(result.seq + 1)]
     assert types == ["step/end", "step/start", "step/end", "turn/end"]
-    assert session.event(session.head).data.reason == "error"
+    assert session.window().event(session.head).data.reason == "error"
     check_invariants(session)
 
 

@@ -46,7 +46,7 @@ async def test_the_old_log_replays_identically(old_db: Path) -> None:
             # Open decodes every event and verifies the whole chain.
             session = await store.open(session_id)
             history = list(messages(session))
-            assert [event.type for event in session.events()] == want["types"]
+            assert [event.type for event in await session.events()] == want["types"]
             # What the model sees, and what each provider is sent, is what the old code derived.
             # (The old messages are read with today's message model: a field added since, such
             # as ReasoningPart.id, takes its default.)

@@ -70,7 +70,7 @@ async def test_a_failed_write_keeps_the_batch_and_the_next_flush_writes_it_once(
         assert (session.head, session.durable) == (2, 0)
         # Nothing was dropped from memory; more commits queue behind the failed batch.
         _say(session, "three")
-        assert [ev.data.message.text for ev in session.events(1)] == ["one", "two", "three"]
+        assert [ev.data.message.text for ev in await session.events(1)] == ["one", "two", "three"]
         # The fault clears: the next flush writes everything exactly once, in order.
         disk.failing = False
         await session.flush()

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from eventlog import Session, StepEnd, StepStart, TurnEnd, TurnStart, open_store
-from eventlog.stores import _logstore
+from eventlog.stores import _fork
 from tests.pg_children.server import fresh_schema, store_url
 
 pytestmark = pytest.mark.anyio
@@ -62,22 +62,24 @@ async def test_the_forked_marker_is_not_older_than_the_child(
         _turn(parent, 1)
         _turn(parent, 2)
         await parent.flush()
-        last_parent_time = parent.event(parent.head).time
+        last_parent_time = parent.window().event(parent.head).time
         # Fork with a clock that ticks at every reading: ahead of the parent's last event, or
         # behind it (another writer's clock was ahead of this one).
         clock = SteppingClock(last_parent_time + clock_offset_ms)
         with monkeypatch.context() as patch:
-            patch.setattr(_logstore, "time", SimpleNamespace(time_ns=clock.time_ns))
+            patch.setattr(_fork, "time", SimpleNamespace(time_ns=clock.time_ns))
             child = await store.fork("p", boundary=3, child_id="c")
         assert clock.readings >= 1  # the fork did read the patched clock
         (info,) = [i for i in await store.list() if i.id == "c"]
-        forked = child.event(child.head)
+        forked = child.window().event(child.head)
         assert forked.type == "session/forked"
         # The marker is at or after the child's creation, and after every copied event.
         assert forked.time >= info.created_at
-        assert forked.time >= parent.event(3).time  # the last copied event (boundary 3)
+        assert forked.time >= parent.window().event(3).time  # the last copied event (boundary 3)
         assert info.last_time == forked.time
         # The copied prefix keeps the parent's times.
-        assert [e.time for e in child.events()][:4] == [e.time for e in parent.events()][:4]
+        assert [e.time for e in await child.events()][:4] == [
+            e.time for e in await parent.events()
+        ][:4]
         # The creation time is the clock's (not the parent's future time).
         assert info.created_at == last_parent_time + clock_offset_ms

@@ -51,7 +51,7 @@ async def test_every_format1_session_opens_and_replays_identically(format1: Path
             # ... each opens for writing (decode, verify the format-1 chain, rebuild) ...
             session = await store.open(session_id)
             replayed = msgspec.json.decode(
-                msgspec.json.encode([msgspec.to_builtins(e) for e in session.events()])
+                msgspec.json.encode([msgspec.to_builtins(e) for e in await session.events()])
             )
             # ... and replays exactly the events that were written (read with today's payload
             # classes, so a field added since with its default is there on both sides).

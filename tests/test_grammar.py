@@ -145,7 +145,7 @@ async def test_a_well_formed_run_with_recovery_closers_passes() -> None:
         session = await store.open("s")
         assert session.grammar.where() == "turn 1, step 2 is open"
         report = await repair(session)
-        assert [session.event(s).type for s in report.appended] == ["step/end", "turn/end"]
+        assert [session.window().event(s).type for s in report.appended] == ["step/end", "turn/end"]
         assert session.grammar.where() == "no turn is open"
         session.append(*start(2))  # the next turn follows
 

@@ -179,7 +179,7 @@ async def test_every_log_imports_faithfully(path: Path) -> None:
     records = [record for _, record in dsh_events(path)]
     async with open_store("memory:") as store:
         report, session = await imported(store, path)
-        events = list(session.events())
+        events = list(await session.events())
 
         # The model-visible history is the dsh one, message by message.
         history = list(messages(session))
@@ -248,14 +248,14 @@ async def test_compaction_replace_is_remapped_onto_the_new_seqs() -> None:
     async with open_store("memory:") as store:
         path = DSH_LOGS / "headless-agent--compaction-recovery.jsonl"
         report, session = await imported(store, path)
-        replace = [e for e in session.events() if e.type == "user/message" and e.sources]
+        replace = [e for e in await session.events() if e.type == "user/message" and e.sources]
         assert len(replace) == 1
         # dsh: replace(4, 4) with sources [19, 20, 4]; chunks before it took no seq here.
         event = replace[0]
-        shadowed = session.events()[event.surface.start]  # type: ignore[union-attr]
+        shadowed = (await session.events())[event.surface.start]  # type: ignore[union-attr]
         assert shadowed.type == "user/message"
         assert event.surface.start == event.surface.end  # type: ignore[union-attr]
-        assert [session.events()[s].type for s in event.sources] == [
+        assert [(await session.events())[s].type for s in event.sources] == [
             "dsh/compaction/start",
             "dsh/compaction/summary",
             "user/message",
@@ -275,8 +275,8 @@ async def test_a_crashed_run_is_imported_open_and_repair_closes_it() -> None:
         assert report.open_turn == 1
         assert report.notes == ("header has no version; read as version 0",)
         result = await repair(session)
-        assert [session.events()[s].type for s in result.appended] == ["turn/end"]
-        assert session.events()[-1].data.reason == "interrupted"
+        assert [(await session.events())[s].type for s in result.appended] == ["turn/end"]
+        assert (await session.events())[-1].data.reason == "interrupted"
         check_invariants(session)
         await session.aclose()
 
@@ -292,7 +292,7 @@ async def test_a_core_event_that_does_not_fit_is_kept_and_reported() -> None:
         assert refusal.reason == (
             "turn/end reason None is not one of the known kinds; kept as dsh/turn/end"
         )
-        [event] = session.events()
+        [event] = await session.events()
         assert (event.type, event.data) == ("dsh/turn/end", {"error": "model exploded"})
         assert f"{path}:2: refused (turn/end): {refusal.reason}" in report.summary()
         assert not report.complete
@@ -306,7 +306,7 @@ async def test_lossy_core_data_is_kept_in_dsh_original() -> None:
     lines = path.read_text().splitlines()
     async with open_store("memory:") as store:
         _, session = await imported(store, path)
-        events = session.events()
+        events = await session.events()
         originals = [e for e in events if e.type == ORIGINAL_TYPE]
         header = next(e for e in originals if e.data["type"] == "request/header")
         [mapped] = header.sources
@@ -419,16 +419,16 @@ async def test_sqlite_round_trip(tmp_path: Path) -> None:
     path = DSH_LOGS / "acp-agent--advanced-toolchain.jsonl"
     async with open_store(url) as store:
         report, session = await imported(store, path)
-        written: list[Event] = list(session.events())
+        written: list[Event] = list(await session.events())
         await session.aclose()
     # A fresh process knows no dsh types: extensions come back as raw JSON, core ones typed.
     async with open_store(url) as store:
         again = await store.open(report.session_id)
         assert list(messages(again)) == dsh_surface_messages(path)
-        assert [(e.seq, e.type, e.time, e.surface, e.sources) for e in again.events()] == [
+        assert [(e.seq, e.type, e.time, e.surface, e.sources) for e in await again.events()] == [
             (e.seq, e.type, e.time, e.surface, e.sources) for e in written
         ]
-        for old, new in zip(written, again.events(), strict=True):
+        for old, new in zip(written, (await again.events()), strict=True):
             if old.type.startswith(EXTENSION_PREFIX):
                 assert json.loads(new.data.raw) == old.data
             else:

@@ -34,7 +34,7 @@ def whole_import(path: Path) -> tuple[Event, ...]:
         async with open_store("memory:") as store:
             report = await import_dsh(store, path)
             session = await store.open(report.session_id)
-            events = tuple(session.events())
+            events = tuple(await session.events())
             await session.aclose()
             return events
 
@@ -49,7 +49,7 @@ def check_cut(path: Path, cut: int) -> None:
         async with open_store("memory:") as store:
             report = await import_dsh(store, lines_of(path)[:cut])
             session = await store.open(report.session_id)
-            events = tuple(session.events())
+            events = tuple(await session.events())
             assert events == whole[: len(events)]
             await repair(session)
             check_invariants(session)

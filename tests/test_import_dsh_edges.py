@@ -32,7 +32,7 @@ async def run(lines: list[str]) -> tuple[ImportReport, list[Any], list[Any]]:
     async with open_store("memory:") as store:
         report = await import_dsh(store, lines)
         session = await store.open(report.session_id)
-        events, history = list(session.events()), list(messages(session))
+        events, history = list(await session.events()), list(messages(session))
         await session.aclose()
         return report, events, history
 

@@ -59,7 +59,7 @@ async def _reference(url: str) -> InMemorySaver:
     reference = InMemorySaver()
     async with open_store(url, types=langgraph_types()) as store:
         session = await store.open(session_id_for("long"), verify="full", wait=0)
-        for event in session.events():
+        for event in await session.events():
             data = event.data
             if isinstance(data, Checkpointed):
                 for blob in data.blobs:
@@ -107,7 +107,7 @@ async def test_a_long_thread_resumes_from_its_snapshot_with_the_full_answers(
             latest = await saver.aget_tuple(_THREAD)
             session = saver._threads["long"].session
             assert session.snapshot_seq is not None and session.loaded_from > 0
-            assert len(session.events(session.loaded_from)) < 16 < session.head
+            assert len(await session.events(session.loaded_from)) < 16 < session.head
             # ... and the latest checkpoint is the one the whole log gives, with the value
             # written only by the first turn, read back from the store.
             assert latest == expected.get_tuple(_THREAD)

@@ -129,7 +129,7 @@ async def test_concurrent_calls_on_a_new_thread_share_one_session_in_call_order(
         versions: ChannelVersions = {"count": 2}
         tg.start_soon(saver.aput, parent, _checkpoint(1), metadata, versions)
     session = saver._threads["t"].session
-    logged = [getattr(e.data, "task_id", "put") for e in session.events()]
+    logged = [getattr(e.data, "task_id", "put") for e in await session.events()]
     assert logged == [f"task-{task:02d}" for task in range(20)] + ["put"]
     assert session.durable == session.head == 20
     loaded = await saver.aget_tuple(_config("t", "1ef-0000"))
@@ -143,7 +143,7 @@ async def test_a_regular_write_is_kept_once_and_not_logged_again(saver: Eventlog
     await saver.aput_writes(parent, [("count", 1)], "task")
     await saver.aput_writes(parent, [("count", 2)], "task")  # same task, same index
     session = saver._threads["t"].session
-    assert [e.type for e in session.events()] == [CHECKPOINT, WRITES]
+    assert [e.type for e in await session.events()] == [CHECKPOINT, WRITES]
     loaded = await saver.aget_tuple(parent)
     assert loaded is not None and loaded.pending_writes == [("task", "count", 1)]
 
@@ -242,8 +242,8 @@ async def test_a_reader_without_the_types_still_opens_the_session(tmp_path: Path
     # The eventlog command opens stores like this: the saver's types are ignorable.
     async with open_store(url) as plain:
         session = await plain.open(session_id_for("t"))
-        assert [type(e.data) for e in session.events()] == [Unknown, Unknown]
-        assert [e.type for e in session.events()] == [CHECKPOINT, WRITES]
+        assert [type(e.data) for e in await session.events()] == [Unknown, Unknown]
+        assert [e.type for e in await session.events()] == [CHECKPOINT, WRITES]
 
 
 class _Counter(TypedDict):

@@ -22,6 +22,7 @@ from eventlog import (
     Message,
     Replace,
     Session,
+    SnapshotState,
     StepEnd,
     StepStart,
     ToolCall,
@@ -31,9 +32,8 @@ from eventlog import (
     UserMessage,
     open_store,
 )
-from eventlog._snapshot_state import _REGISTERED, SnapshotState, snapshot_states
 from eventlog.stores import MemoryData
-from projections import Timeline, inbox, request_header, timeline
+from projections import SNAPSHOT_STATES, Timeline, inbox, request_header, timeline
 from projections._timeline import TIMELINE, TimelineState
 from projections.base import catch_up, fold
 from projections.header import REQUEST_HEADER
@@ -78,8 +78,8 @@ def keys_of(events: Iterable[Event]) -> list[tuple[int, int, str]]:
 
 def reopened_at(events: list[Event], trims: Iterable[int]) -> Timeline:
     """The timeline of a session closed and reopened from a snapshot at each seq of ``trims``
-    (through the registered snapshot codec, as ``store.open`` restores it), then caught up."""
-    codec = {spec.key: spec for spec in snapshot_states()}[TIMELINE.key]
+    (through the default snapshot codec, as ``store.open`` restores it), then caught up."""
+    codec = {spec.key: spec for spec in SNAPSHOT_STATES}[TIMELINE.key]
     points = set(trims)
     state = TIMELINE.initial()
     for e in events:
@@ -92,7 +92,7 @@ def reopened_at(events: list[Event], trims: Iterable[int]) -> Timeline:
 def cached_seq(session: Session) -> int:
     """The seq the session's cached timeline state stands at (its ``catch_up`` cursor)."""
     entry = session.projection_cache[TIMELINE.key]
-    state: TimelineState = entry[0]
+    state: TimelineState = entry.state
     return state.seq
 
 
@@ -366,11 +366,12 @@ def broken_trim(state: dict[str, int]) -> dict[str, int]:
 
 
 async def test_an_apps_state_is_trimmed_by_its_codec_and_a_failing_trim_is_contained(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     types = Types()
 
-    def register(trim: Any) -> None:
+    def codecs(trim: Any) -> tuple[SnapshotState, ...]:
+        """The projections' codecs and one for the app's own state, passed to the store."""
         spec = SnapshotState(
             key=types.key,
             version=1,
@@ -380,12 +381,12 @@ async def test_an_apps_state_is_trimmed_by_its_codec_and_a_failing_trim_is_conta
             apply=types.apply,
             trim=trim,
         )
-        monkeypatch.setitem(_REGISTERED, types.key, spec)
+        return (*SNAPSHOT_STATES, spec)
 
     # A trim that keeps only the turn count: the session applies it at each trim, so the
     # state it caches is what the trim made of it, not the whole count.
-    register(lambda state: {"turn/start": state.get("turn/start", 0)})
-    async with open_store("memory:", **TRIMMING) as store:
+    keep_turns = codecs(lambda state: {"turn/start": state.get("turn/start", 0)})
+    async with open_store("memory:", snapshot_states=keep_turns, **TRIMMING) as store:
         session = await store.create(session_id="s")
         catch_up(session, types)
         await live_run(session, 9)
@@ -396,8 +397,7 @@ async def test_an_apps_state_is_trimmed_by_its_codec_and_a_failing_trim_is_conta
         await session.aclose()
     # A trim that raises is logged; the state stays as it was (right, only larger), and the
     # session goes on trimming its events.
-    register(broken_trim)
-    async with open_store("memory:", **TRIMMING) as store:
+    async with open_store("memory:", snapshot_states=codecs(broken_trim), **TRIMMING) as store:
         session = await store.create(session_id="s")
         catch_up(session, types)
         with caplog.at_level(logging.ERROR, logger="eventlog"):

@@ -55,8 +55,8 @@ async def live_run(
     for turn in range(first, first + turns):
         play(session, turn, plan(turn))
         await session.flush()
-        while settle is not None and settle._snapshot_writes:
-            await settle._snapshots_idle.wait()
+        if settle is not None:
+            await settle._checkpointer.settled()
         counts.append(held(session))
     return counts
 
@@ -94,7 +94,7 @@ async def test_a_compacting_live_session_holds_a_bounded_number_of_events(
         # those a full replay knows (tests/test_live_timeline.py).
         assert set(live_timeline.calls()) < set(timeline(full).calls())
         assert len(timeline(full).calls()) == 60 * 3
-        assert list(full.events()) == events
+        assert list(await full.events()) == events
         await full.aclose()
 
 
@@ -107,26 +107,30 @@ async def test_a_trimmed_session_reads_old_events_as_one_opened_from_a_snapshot(
         base = session.loaded_from
         assert base > 0
         events = await full_log(store, "s")
-        # A synchronous read of a dropped event names its seq and what to call instead.
-        with pytest.raises(EventNotLoadedError, match=r"session 's', seq 3: not in memory") as err:
-            session.event(3)
-        assert err.value.seq == 3 and "read_events" in str(err.value)
-        with pytest.raises(EventNotLoadedError, match=r"seq 0: not in memory"):
-            list(session.events())
+        # events() reads every event: the dropped ones from the store, then memory.
+        assert list(await session.events()) == events
+        assert list(await session.events(2, 5)) == events[2:7]
+        assert [e async for e in session.read_events(0)] == events
+        # The window says where it starts; asked for a dropped event, it names its seq and
+        # what to call instead.
+        window = session.window()
+        assert (window.start, window.stop) == (base, session.head + 1)
+        with pytest.raises(EventNotLoadedError, match=r"session 's', seq 3: before the") as err:
+            window.event(3)
+        assert err.value.seq == 3 and "await session.events" in str(err.value)
+        with pytest.raises(EventNotLoadedError, match=r"seq 0: before the session's window"):
+            session.window(0)
         # The surface's older events and everything from loaded_from are still held.
         for seq in [*session.surface_index.nodes, *range(base, session.head + 1)]:
-            assert session.event(seq) == events[seq]
-        assert list(session.events(base)) == events[base:]
-        # read_events streams every event: the dropped ones from the store, then memory.
-        assert [e async for e in session.read_events(0)] == events
-        assert [e async for e in session.read_events(2, 5)] == events[2:7]
+            assert window.event(seq) == events[seq]
+        assert list(session.window(base)) == events[base:]
         # load_history makes it whole again, and from then on it stays whole.
         await session.load_history()
         assert (session.loaded_from, session.pinned, session.trims) == (0, {}, False)
-        assert list(session.events()) == events
+        assert list(session.window(0)) == events
         await live_run(session, 6, first=13)
         assert session.loaded_from == 0
-        assert list(session.events()) == await full_log(store, "s")
+        assert list(session.window(0)) == await full_log(store, "s")
         await session.aclose()
 
 
@@ -135,7 +139,7 @@ async def test_views_handed_out_before_a_trim_stay_valid() -> None:
         session = await store.create(session_id="s")
         await live_run(session, 2)
         # A view of the whole log, taken while every event is held ...
-        view = session.events()
+        view = session.window(0)
         first = list(view)
         # ... is the same after the session dropped most of those events.
         await live_run(session, 10, first=3)
@@ -206,13 +210,68 @@ async def test_a_session_opened_whole_is_never_trimmed(stores: Opener) -> None:
         session = await store.create(session_id="s")
         await live_run(session, 6)
         await session.aclose()
-        # Opened with verify="full", it asked for its whole log: it keeps it while it compacts.
-        whole = await store.open("s", verify="full")
-        assert not whole.trims
+        # Opened with keep_whole=True, it asked for its whole log: it keeps it while it
+        # compacts, and its window reads all of it synchronously.
+        whole = await store.open("s", keep_whole=True)
+        assert whole.trims is False and whole.snapshot_seq is None
         await live_run(whole, 12, first=7)
         assert whole.loaded_from == 0
-        assert list(whole.events()) == await full_log(store, "s")
+        assert list(whole.window(0)) == await full_log(store, "s")
         await whole.aclose()
+        # verify="full" only verifies: the session it opens trims like any other.
+        verified = await store.open("s", verify="full")
+        assert verified.trims and verified.loaded_from == 0
+        await live_run(verified, 6, first=19)
+        assert verified.loaded_from > 0
+        assert list(await verified.events()) == await full_log(store, "s")
+        await verified.aclose()
+
+
+async def test_keep_whole_is_a_bool(stores: Opener) -> None:
+    async with stores() as store:
+        await (await store.create(session_id="s")).aclose()
+        with pytest.raises(ValidationError, match="keep_whole must be True or False"):
+            await store.open("s", keep_whole=1)  # type: ignore[arg-type]
+
+
+class Count:
+    """A fold over ``events()``, as application code writes one: events per type."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, int] = {}
+        self.seqs: list[int] = []
+
+    def add(self, event: Event) -> None:
+        self.types[event.type] = self.types.get(event.type, 0) + 1
+        self.seqs.append(event.seq)
+
+
+async def test_folding_events_of_a_30000_event_live_session_reads_them_all(
+    stores: Opener,
+) -> None:
+    # The default trim_every (10,000), snapshots every 1,000 events: one session open for
+    # writing, compacting as it goes, grows to 30,000 events and trims at its snapshots.
+    async with stores(snapshot_every=1000) as store:
+        session = await store.create(session_id="long")
+        turn = 1
+        while session.head < 30_000:
+            for _ in range(10):
+                play(session, turn, plan(turn))
+                turn += 1
+            await session.flush()
+        await store._checkpointer.settled()
+        # It trimmed: the window no longer starts at 0 ...
+        assert session.trims and session.loaded_from >= DEFAULT_TRIM_EVERY
+        # ... yet a fold over events() sees every event once, in order, as the store has them.
+        count = Count()
+        for event in await session.events():
+            count.add(event)
+        assert count.seqs == list(range(session.head + 1))
+        assert list(await session.events()) == await full_log(store, "long")
+        # So does a fold from any seq, and one streamed with read_events.
+        assert [e.seq async for e in session.read_events(5)] == list(range(5, session.head + 1))
+        assert [e.seq for e in await session.events(9_990, 20)] == list(range(9_990, 10_010))
+        await session.aclose()
 
 
 async def test_trimming_can_be_turned_off_and_waits_for_trim_every_events() -> None:

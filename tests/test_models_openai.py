@@ -63,7 +63,7 @@ async def run_turn(session: Session, model: OpenAIChat, text: str, **options: An
 
 
 def types(session: Session) -> list[str]:
-    return [e.type for e in session.events()]
+    return [e.type for e in session.window(0)]
 
 
 async def test_a_tool_turn_with_llama_cpp_quirks(server: LLMServer, session: Session) -> None:

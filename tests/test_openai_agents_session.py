@@ -122,9 +122,9 @@ async def test_pop_and_clear_are_events_nothing_is_deleted() -> None:
         assert await session.pop_item() == ITEMS[3]
         await session.clear_session()
         assert await session.get_items() == []
-        types = [e.type for e in session.log.events(head + 1)]
+        types = [e.type for e in await session.log.events(head + 1)]
         assert types[0] == "openai_agents/pop" and types[-1] == "openai_agents/clear"
-        assert [e.type for e in session.log.events()][: head + 1].count("user/message") == 1
+        assert [e.type for e in await session.log.events()][: head + 1].count("user/message") == 1
         assert await session.pop_item() is None
 
 
@@ -152,7 +152,9 @@ async def test_a_runner_turn_is_core_events_and_the_same_items(tmp_path: Path) -
             assert await session.get_items() == await reference.get_items()
             # The core record: a balanced turn, the call logged before its result.
             types = [
-                e.type for e in session.log.events() if not e.type.startswith("openai_agents/")
+                e.type
+                for e in await session.log.events()
+                if not e.type.startswith("openai_agents/")
             ]
             assert types == [
                 "turn/start", "step/start", "user/message", "assistant/message", "tool/call",
@@ -211,7 +213,7 @@ async def test_the_readme_block_switches_a_runner_over(
     # The session is on record: a balanced turn with the call logged before its result.
     async with open_store("sqlite:///sessions.db", types=openai_agents_types()) as store:
         session = await EventlogSession.open(store, "conversation-1")
-        assert "tool/call" in [e.type for e in session.log.events()]
+        assert "tool/call" in [e.type for e in await session.log.events()]
         assert not scan(session.log).needs_repair
         assert (await session.get_items())[-1]["content"][0]["text"] == "Sent."
         await session.log.aclose()
@@ -238,7 +240,7 @@ async def test_a_reply_logged_by_the_hooks_and_never_added_is_answered_not_start
             "call_id": "c9",
             "output": not_started_text("deploy", "c9"),
         }
-        assert [e.type for e in again.log.events()][-2:] == ["step/end", "turn/end"]
+        assert [e.type for e in await again.log.events()][-2:] == ["step/end", "turn/end"]
         assert not scan(again.log).needs_repair
         await again.log.aclose()
 

@@ -106,8 +106,8 @@ async def test_a_list_where_a_tuple_is_declared_is_the_same_event(stores: Opener
     # Reopened, every event reads back as it was committed.
     async with stores(types=_types()) as store:
         again = await store.open("s")
-        assert [e.data for e in again.events()][:2] == [as_tuple.data, as_tuple.data]
-        assert again.events()[-1].data == Doc(pair=(1, 2), names=["a", "b"])
+        assert [e.data for e in await again.events()][:2] == [as_tuple.data, as_tuple.data]
+        assert (await again.events())[-1].data == Doc(pair=(1, 2), names=["a", "b"])
 
 
 def _refused(session: Session, data: Any, expected: str) -> None:

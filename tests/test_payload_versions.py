@@ -80,7 +80,7 @@ async def test_old_events_are_upcast_on_read_and_the_chain_still_verifies(tmp_pa
     # Code of version 2 opens the log: the old events read as the new type, the chain verifies.
     async with open_store(url, types=types_v2()) as store:
         session = await store.open("n")
-        assert [e.data for e in session.events()] == [
+        assert [e.data for e in await session.events()] == [
             NoteV2(title="groceries", body="milk, eggs"),
             NoteV2(title="call mum"),
         ]
@@ -190,7 +190,7 @@ async def test_a_core_type_can_take_a_version_and_the_old_fixture_upcasts(tmp_pa
     async with open_store(f"sqlite:///{db}", types=types) as store:
         session = await store.open("main")
         # Every old user/message reads as version 2; the rest of the log is as it was.
-        users = [e.data for e in session.events() if e.type == "user/message"]
+        users = [e.data for e in await session.events() if e.type == "user/message"]
         assert users and all(isinstance(u, UserMessageV2) and u.channel == "chat" for u in users)
         want = expected_snapshot()["main"]["messages"]
         assert list(messages(session)) == msgspec.convert(want, list[Message])

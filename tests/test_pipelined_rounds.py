@@ -196,8 +196,7 @@ async def test_pipelined_rounds_keep_their_rows_for_the_next_snapshot(
                     tg.start_soon(turn, session, number)
         assert backend.started, "the rounds were pipelined"
         assert encoded and set(encoded) == {"turn/end"}
-        while store._snapshot_writes:
-            await store._snapshots_idle.wait()
+        await store._checkpointer.settled()
         for session in sessions:
             await check_snapshot_is_the_stored_rows(store, session.id)
 

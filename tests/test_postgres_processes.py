@@ -144,7 +144,7 @@ async def _turns(schema: str, session_id: str) -> list[int]:
     """The turn numbers stored in a session (opening it verifies seqs and hash chain)."""
     async with _store(schema) as store:
         session = await store.open(session_id)
-        return [e.data.turn for e in session.events() if e.type == "turn/start"]
+        return [e.data.turn for e in await session.events() if e.type == "turn/start"]
 
 
 async def _lease_until(schema: str, session_id: str) -> Any:
@@ -247,7 +247,7 @@ async def test_a_host_killed_mid_turn_is_taken_over(
         # Nothing the dead host flushed is lost.
         assert (session.head, session.durable) == (10, 10)
         report = await recovery.repair(session)
-        closers = [session.events()[seq] for seq in report.appended]
+        closers = [(await session.events())[seq] for seq in report.appended]
         assert [e.type for e in closers] == ["tool/result", "tool/result", "step/end", "turn/end"]
         assert [e.data.error.code for e in closers[:2]] == [
             "TOOL_OUTCOME_UNKNOWN",

@@ -201,7 +201,7 @@ async def test_fold_normalizes_raw_coordinates_and_skips_duplicate_ids(session: 
     put(session, InboxSpliced(target="next-turn", start=-1, removed=9, outcome="canceled"))
     put(session, InboxSpliced(target="next-step", start=7, inserted=(_item("a"), _item("c"))))
     assert item_ids(inbox(session)) == (["a"], ["c"])
-    assert fold(INBOX, session.events()).view() == inbox(session)
+    assert fold(INBOX, (await session.events())).view() == inbox(session)
 
 
 # -- snapshots --------------------------------------------------------------------------------
@@ -266,7 +266,7 @@ async def test_a_fork_does_not_inherit_the_pending_inbox() -> None:
         assert item_ids(view) == ([], [])
         assert view.request_seq("r1") == 0  # claimed into the shared history
         assert view.request_seq("r2") is None  # was pending: the child may admit it
-        assert fold(INBOX, child.events()).view() == view
+        assert fold(INBOX, (await child.events())).view() == view
 
 
 # -- random splice sequences ------------------------------------------------------------------
@@ -299,7 +299,7 @@ async def test_random_splice_sequences_fold_to_the_live_state(
                 put(session, payload)
             live = inbox(session)
             assert item_ids(live) == (model["next-turn"], model["next-step"])
-            assert fold(INBOX, session.events()).view() == live
+            assert fold(INBOX, (await session.events())).view() == live
             held.append((live, item_ids(live)))
         for snapshot, ids in held:
             assert item_ids(snapshot) == ids

@@ -72,7 +72,7 @@ async def test_an_empty_assistant_message_derives_to_nothing(session: Session) -
 
 async def test_messages_are_the_logged_objects_not_copies(session: Session) -> None:
     seq = user(session, "u1")
-    assert messages(session)[0] is session.events()[seq].data.message
+    assert messages(session)[0] is (await session.events())[seq].data.message
 
 
 async def test_unchanged_surface_returns_the_same_view(session: Session) -> None:
@@ -164,13 +164,13 @@ async def test_empty_session_has_no_messages(session: Session) -> None:
     assert list(messages(session, at=-1)) == []
 
 
-async def test_session_event_reads_one_committed_event(session: Session) -> None:
-    # The projections' catch-up reads the one new event through Session.event.
+async def test_the_window_reads_one_committed_event(session: Session) -> None:
+    # The messages projection reads each new surface event through the window.
     seq = user(session, "u1")
-    assert session.event(seq) is session.events()[seq]
+    assert session.window().event(seq) is (await session.events())[seq]
     for bad in (-1, seq + 1):
         with pytest.raises(IndexError):
-            session.event(bad)
+            session.window().event(bad)
 
 
 def answered_with_context(session: Session, call_id: str, context: str | None) -> int:

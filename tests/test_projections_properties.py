@@ -89,7 +89,7 @@ class History:
 
     def check(self) -> None:
         session = self.session
-        events = list(session.events())
+        events = list(session.window(0))
         view = surface(session)
         rebuilt = fold_surface(events, session_id=session.id)
         assert list(view) == rebuilt.nodes
@@ -221,7 +221,7 @@ class History:
             self.commit("user/message", data, surface=op, sources=shadowed)
 
     def op_prune(self, a: int, b: int) -> None:
-        events = self.session.events()
+        events = self.session.window(0)
         results = [s for s in surface(self.session) if events[s].type == "tool/result"]
         if not results:
             return

@@ -190,6 +190,7 @@ def test_projections_exports_its_read_api() -> None:
         *"messages_at timeline_at".split(),  # the same reads, on a session opened from a snapshot
         *"openai_request anthropic_request openai_tools anthropic_tools".split(),
         "ANTHROPIC_DEFAULT_MAX_TOKENS",
+        "SNAPSHOT_STATES",  # the codecs of the states snapshots carry by default
         *"Surface MessagesView Inbox Timeline ToolCallState OpenTurn OpenStep".split(),
         *"CallKey CallStatus Finding Attachments Degrade".split(),
     }

@@ -155,7 +155,7 @@ async def verify(
                 e.data.call_id for e in run.events[: flushed + 1] if e.type == "tool/call"
             }
             for seq in report.appended:
-                data = session.events()[seq].data
+                data = (await session.events())[seq].data
                 if getattr(data, "error", None) is not None and data.error.code == TOOL_NOT_STARTED:
                     call_id = data.message.content[0].call_id
                     assert call_id not in may_have_run, f"{session_id}: {call_id} may have run"

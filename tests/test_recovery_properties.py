@@ -35,7 +35,7 @@ def planned(run: AgentRun, stop: int) -> list[tuple[Any, ...]]:
 
 
 def stored(session: Session) -> list[tuple[Any, ...]]:
-    return [(e.type, e.data, e.surface, e.sources) for e in session.events()]
+    return [(e.type, e.data, e.surface, e.sources) for e in session.window(0)]
 
 
 async def repaired_and_valid(session: Session, run: AgentRun, kept: int) -> None:

@@ -109,11 +109,11 @@ def balanced_turn(session: Session, t: int) -> None:
 
 
 def appended(session: Session, seqs: tuple[int, ...]) -> list[tuple[str, Any]]:
-    return [(e.type, e.data) for e in (session.events()[s] for s in seqs)]
+    return [(e.type, e.data) for e in (session.window(0)[s] for s in seqs)]
 
 
 def closer_types(session: Session, seqs: tuple[int, ...]) -> list[str]:
-    return [session.events()[s].type for s in seqs]
+    return [session.window(0)[s].type for s in seqs]
 
 
 def tool_result(event: Event) -> tuple[ToolResult, ToolResultPart]:
@@ -179,7 +179,7 @@ async def test_proposed_call_without_tool_call_is_not_started(session: Session) 
     assert dangling.kind == dangling.call.status  # one name for the state, as in the timeline
     report = await repair(session)
     assert closer_types(session, report.appended) == ["tool/result", "step/end", "turn/end"]
-    event = session.events()[report.appended[0]]
+    event = (await session.events())[report.appended[0]]
     data, part = tool_result(event)
     assert data.error == ToolError(name="ToolNotStartedError", code=TOOL_NOT_STARTED)
     assert (part.call_id, part.is_error) == ("a", True)
@@ -213,7 +213,7 @@ async def test_started_call_has_unknown_outcome_citing_its_tool_call(session: Se
     [dangling] = scan(session).dangling
     assert (dangling.kind, dangling.proof) == ("started", (proposed, started))
     report = await repair(session)
-    event = session.events()[report.appended[0]]
+    event = (await session.events())[report.appended[0]]
     data, part = tool_result(event)
     assert data.error == ToolError(name="ToolOutcomeUnknownError", code=TOOL_OUTCOME_UNKNOWN)
     assert part.content == (
@@ -237,7 +237,7 @@ async def test_completed_call_gets_its_recorded_result(session: Session) -> None
     _, b = scan(session).dangling
     assert (b.kind, b.proof) == ("completed", (proposed, started_b, finished_b))
     report = await repair(session)
-    event = session.events()[report.appended[1]]
+    event = (await session.events())[report.appended[1]]
     data, part = tool_result(event)
     assert (part.call_id, part.content, part.is_error, data.error) == (
         "b",
@@ -301,7 +301,7 @@ async def test_only_the_open_turn_is_repaired(session: Session) -> None:
         ("step/end", StepEnd(turn=2, step=1)),
         ("turn/end", TurnEnd(turn=2, reason="interrupted")),
     ]
-    data, part = tool_result(session.events()[report.appended[0]])
+    data, part = tool_result((await session.events())[report.appended[0]])
     assert (data.turn, data.step, part.call_id) == (2, 1, "new")
 
 
@@ -317,7 +317,7 @@ async def test_several_dangling_calls_get_one_result_each_in_proposal_order(
     call(session, 1, 1, "b")
     outcome(session, 1, 1, "b", "b done")
     report = await repair(session)
-    results = [tool_result(session.events()[s]) for s in report.appended[:4]]
+    results = [tool_result((await session.events())[s]) for s in report.appended[:4]]
     assert [(part.call_id, data.error.code if data.error else None) for data, part in results] == [
         ("a", TOOL_OUTCOME_UNKNOWN),
         ("b", None),
@@ -346,7 +346,7 @@ async def test_closers_reuse_the_last_events_time_and_continue_the_seq(session: 
     session.append("step/start", StepStart(turn=1, step=1), time=2_000)
     report = await repair(session)
     assert report.appended == (2, 3)
-    assert [session.events()[s].time for s in report.appended] == [2_000, 2_000]
+    assert [(await session.events())[s].time for s in report.appended] == [2_000, 2_000]
 
 
 async def test_repair_flushes_and_survives_a_restart() -> None:

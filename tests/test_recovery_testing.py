@@ -142,8 +142,8 @@ async def test_a_projection_that_drifted_from_a_rebuild_is_a_violation(session: 
     session.append("user/message", user("one", "u1"), surface=APPEND)
     timeline(session)
     # Act out a projection bug: the cached state claims a turn is open.
-    session.projection_cache["projections.timeline"][0].last_turn = 5
-    session.projection_cache["projections.timeline"][0].snapshot = None
+    session.projection_cache["projections.timeline"].state.last_turn = 5
+    session.projection_cache["projections.timeline"].state.snapshot = None
     assert violations(session) == [
         "rebuild: timeline caught up incrementally differs from a rebuild"
     ]

@@ -103,7 +103,7 @@ async def test_a_session_replaced_under_a_read_only_open_is_not_reported_damaged
         session = await reader.open(SID, salvage=True)
         assert fired()
         assert session.salvage_fault is None
-        assert [e.data.n for e in session.events()] == list(range(10**6, 10**6 + second))
+        assert [e.data.n for e in await session.events()] == list(range(10**6, 10**6 + second))
         await session.aclose()
         # The report loader (every read-only command) likewise.
         loaded = await load_session(reader, SID)
@@ -300,5 +300,5 @@ async def test_the_report_loader_gives_the_record_and_events_of_one_session(
         assert fired
         assert loaded.record.metadata == {"which": "second"}
         assert loaded.stored_events == 3
-        assert [e.data.n for e in loaded.session.events()] == [100, 101, 102]
+        assert [e.data.n for e in await loaded.session.events()] == [100, 101, 102]
         await loaded.session.aclose()

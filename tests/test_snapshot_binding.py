@@ -117,7 +117,7 @@ async def write_snapshotted(store: LogStore) -> tuple[object, int]:
     events); return what was written (``state_of``) and the snapshot's seq."""
     written = await write(store, PLANS, crash=False)
     session = await store.open("s", verify="full")
-    seq, digest, data = encode_snapshot(session)
+    seq, digest, data = encode_snapshot(session, {}, store.snapshot_states)
     await session.aclose()
     assert len(_decoder.decode(data[20:]).nodes) > 3
     assert await store.store_snapshot("s", seq, digest, data)
@@ -294,7 +294,7 @@ async def test_snapshots_of_format1_sessions_bind_to_their_chain(tmp_path: Path)
             # A snapshot at the head, by the store's own encoder, is used by the next open.
             session = await store.open(info.id, verify="full")
             expected = list(messages(session))
-            seq, digest, data = encode_snapshot(session)
+            seq, digest, data = encode_snapshot(session, {}, store.snapshot_states)
             await session.aclose()
             assert await store.store_snapshot(info.id, seq, digest, data)
             reopened = await store.open(info.id)
@@ -302,7 +302,9 @@ async def test_snapshots_of_format1_sessions_bind_to_their_chain(tmp_path: Path)
             assert list(messages(reopened)) == expected
             # The next snapshot of the reopened session holds the stored rows, byte for byte
             # (the open swapped them in for the re-encoded ones it checked).
-            seq, digest, data = encode_snapshot(reopened, store._snapshot_rows[reopened])
+            seq, digest, data = encode_snapshot(
+                reopened, store._checkpointer.rows_of(reopened.id), store.snapshot_states
+            )
             await reopened.aclose()
             assert await store.verify_snapshot(info.id) == seq
             assert await store.store_snapshot(info.id, seq, digest, data)

@@ -50,8 +50,7 @@ async def flush_and_settle(store: Any, session: Session) -> None:
     """Flush, then wait for the snapshot that flush may have started to be written (one in
     flight makes the store skip the next checkpoint: the test wants every one taken)."""
     await session.flush()
-    if store._snapshot_writes:
-        await store._snapshots_idle.wait()
+    await store._checkpointer.settled()
 
 
 async def stored_rows(store: Any, session_id: str) -> dict[int, Row]:
@@ -118,13 +117,13 @@ async def test_reused_rows_give_the_bytes_a_full_encoding_gives() -> None:
         for turn, plan in enumerate(PLANS, start=1):
             play(session, turn, plan)
             await session.flush()
-        kept = store._snapshot_rows[session]
+        kept = store._checkpointer.rows_of(session.id)
         # Every surface event is there; those after the summary (snapshotted at once) as
         # written, with their hash.
         nodes = list(session.surface_index.nodes)
         assert set(nodes) <= kept.keys() and all(kept[seq].hash for seq in nodes[1:])
-        reused = encode_snapshot(session, dict(kept))
-        assert reused == encode_snapshot(session, {})
+        reused = encode_snapshot(session, dict(kept), store.snapshot_states)
+        assert reused == encode_snapshot(session, {}, store.snapshot_states)
         await session.aclose()
 
 
@@ -135,7 +134,7 @@ async def test_a_session_that_never_compacted_keeps_no_rows() -> None:
         for turn, plan in enumerate(PLANS, start=1):
             play(session, turn, dataclasses.replace(plan, compact=False))
             await session.flush()
-        assert store._snapshot_rows.get(session, {}) == {}
+        assert store._checkpointer.rows_of(session.id) == {}
         await session.aclose()
 
 

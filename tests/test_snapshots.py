@@ -212,7 +212,7 @@ async def test_every_store_resumes_a_compacted_session_from_its_snapshot(
         assert state_of(resumed) == written
         await resumed.aclose()
         full = await store.open("s", verify="full")
-        assert list(resumed.events()) == list(full.events())
+        assert list(await resumed.events()) == list(await full.events())
         assert timeline(resumed) == timeline(full)
 
 

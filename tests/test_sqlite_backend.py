@@ -127,7 +127,7 @@ async def test_odd_and_large_payloads_come_back_byte_exact(tmp_path: Path) -> No
         await session.flush()
     async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
         again = await store.open("s")  # verifies every hash: the bytes are exactly the same
-        assert [e.data.message.text for e in again.events()] == texts
+        assert [e.data.message.text for e in await again.events()] == texts
 
 
 async def test_a_newer_format_version_is_refused(tmp_path: Path) -> None:

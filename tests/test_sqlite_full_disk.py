@@ -75,7 +75,7 @@ def big(session: Session, tag: str) -> None:
 
 
 def tags(session: Session) -> list[str]:
-    return [" ".join(e.data.message.text.split()[:2]) for e in session.events()]
+    return [" ".join(e.data.message.text.split()[:2]) for e in session.window(0)]
 
 
 async def test_a_full_disk_loses_nothing_and_the_retry_writes_each_event_once(disk: Path) -> None:

@@ -164,7 +164,7 @@ async def test_open_checks_the_stored_head(
         assert (caught.value.seq, caught.value.message) == (seq, message)
         # Salvage reads the events before the seq in doubt, and says why it stopped.
         salvaged = await store.open("s", salvage=True)
-        assert len(salvaged.events()) == seq
+        assert len(await salvaged.events()) == seq
         assert salvaged.salvage_fault is not None
         assert salvaged.salvage_fault.message == message
         # The refused open left no lease behind.
@@ -210,7 +210,7 @@ async def test_closing_a_store_whose_writes_fail_releases_the_lease(place: Place
     # The next store of this process takes the session at once: the lease was released.
     async with place.store() as store:
         reopened = await store.open("s")
-        assert [e.data.message.content[0].text for e in reopened.events()] == ["stored"]
+        assert [e.data.message.content[0].text for e in await reopened.events()] == ["stored"]
         await reopened.aclose()
 
 

@@ -84,7 +84,7 @@ async def test_a_simulated_crash_keeps_what_was_flushed_and_loses_the_rest(tmp_p
     # A new process finds the flushed event only, and takes the dead store's lease at once.
     async with open_store(url) as again:
         reopened = await again.open("s")
-        assert [e.data.message.text for e in reopened.events()] == ["flushed"]
+        assert [e.data.message.text for e in await reopened.events()] == ["flushed"]
         await reopened.aclose()
 
 

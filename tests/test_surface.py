@@ -135,7 +135,7 @@ async def test_fold_surface_equals_the_live_index(session: Session) -> None:
     pruned = ToolResult(turn=1, step=1, message=Message.tool_result("x", "[pruned]"))
     session.append("tool/result", pruned, surface=Replace(first, first), sources=(first,))
     checkpoint(session, a, b, (a, b))
-    rebuilt = fold_surface(list(session.events()), session_id=session.id)
+    rebuilt = fold_surface(list(await session.events()), session_id=session.id)
     assert rebuilt.nodes == session.surface_index.nodes
     assert rebuilt.balances == session.surface_index.balances
     assert rebuilt.generation == session.surface_index.generation == 2

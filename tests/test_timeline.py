@@ -54,7 +54,7 @@ def result(session: Session, turn: int, step: int, call_id: str, text: str = "do
 
 
 def rebuilt(session: Session) -> Timeline:
-    return Timeline(fold(TIMELINE, session.events()))
+    return Timeline(fold(TIMELINE, session.window(0)))
 
 
 async def test_empty_session_expects_turn_one(session: Session) -> None:

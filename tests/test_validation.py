@@ -88,7 +88,7 @@ async def test_a_time_beyond_64_bits_is_refused_on_every_store(stores: Opener) -
         await other.flush()  # the other session of the store is not blocked
     async with stores() as store:
         again = await store.open("s")
-        assert [e.time for e in again.events()] == [5, LIMIT]
+        assert [e.time for e in await again.events()] == [5, LIMIT]
 
 
 async def test_payload_integers_beyond_64_bits_are_refused(session: Session) -> None:

@@ -58,7 +58,7 @@ def snapshot(session: Session) -> tuple[Any, ...]:
     return (
         session.head,
         session.durable,
-        [msgspec.to_builtins(e) for e in session.events()],
+        [msgspec.to_builtins(e) for e in session.window(0)],
         list(session.surface_index.nodes),
         session.surface_index.generation,
         [msgspec.to_builtins(m) for m in messages(session)],

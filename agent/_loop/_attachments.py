@@ -81,7 +81,7 @@ class AttachmentCache:
     def _referencing(self, digest: str) -> int | None:
         """The first model-visible event whose message references ``digest``."""
         for seq in surface(self.session):
-            message = getattr(self.session.event(seq).data, "message", None)
+            message = getattr(self.session.window().event(seq).data, "message", None)
             if isinstance(message, Message) and digest in message.attachments:
                 return seq
         return None

@@ -99,7 +99,7 @@ async def ask_continue(
 ) -> Literal["continue", "stop", "error"]:
     """Ask ``should_continue`` (which must be set) after a step with no calls to run, and
     record the answer (before the caller appends ``step/end``)."""
-    reply = session.event(reply_seq).data.message if reply_seq is not None else None
+    reply = session.window().event(reply_seq).data.message if reply_seq is not None else None
     ctx = StepContext(session, turn, step, settings, reply=reply)
     decided = await hooks.ask_should_continue(ctx)
     sources = () if reply_seq is None else (reply_seq,)

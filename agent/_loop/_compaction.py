@@ -112,8 +112,8 @@ class CompactionResult:
 
 def _surface(session: Session) -> tuple[list[int], list[Message]]:
     nodes = list(session.surface_index.nodes)
-    events = session.events()
-    return nodes, [events[seq].data.message for seq in nodes]
+    event = session.window().event  # the surface's events are always held
+    return nodes, [event(seq).data.message for seq in nodes]
 
 
 def plan_auto(session: Session, policy: AutoCompaction) -> tuple[int, int] | None:
@@ -198,8 +198,8 @@ async def _compact(
     trigger: str,
 ) -> CompactionResult:
     shadowed = _check_span(session, start, end)
-    events = session.events()
-    shadowed_messages = [events[seq].data.message for seq in shadowed]
+    event = session.window().event  # the surface's events are always held
+    shadowed_messages = [event(seq).data.message for seq in shadowed]
     before = sum(count_tokens(m) for m in shadowed_messages)
     opened = session.append(
         "compaction/start",

@@ -376,7 +376,7 @@ def _replied(log: Session, start: int) -> bool:
         pinned[seq].type == "assistant/message" for seq in pinned if seq >= start
     ):
         return True
-    return any(e.type == "assistant/message" for e in log.events(max(start, log.loaded_from)))
+    return any(e.type == "assistant/message" for e in log.window(max(start, log.loaded_from)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ def trace_session(
         include_content=include_content,
         agent_name=agent_name,
     )
-    for event in session.events():
+    for event in session.window(0):
         builder.feed(event)
     builder.close()
 

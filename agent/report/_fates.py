@@ -57,7 +57,7 @@ def call_error(session: Session, call: ToolCallState) -> dict[str, str] | None:
     """The error of a call's ``tool/result`` (``{"code", "name"}``), or ``None``."""
     if call.result is None:
         return None
-    error = session.events()[call.result].data.error
+    error = session.window(0)[call.result].data.error
     return None if error is None else {"code": error.code, "name": error.name}
 
 
@@ -71,7 +71,7 @@ def call_fate(session: Session, call: ToolCallState, *, running: bool = False) -
     a reader beside a live agent must not call its call in flight a crash's), else classed the
     way repair would."""
     if call.result is not None:
-        return result_fate(session.events()[call.result].data)
+        return result_fate(session.window(0)[call.result].data)
     if call.outcome is not None:
         return "completed"
     if running and _in_open_step(session, call):
@@ -103,7 +103,7 @@ def result_fate(result: ToolResult) -> Fate:
 
 def call_arguments(session: Session, call: ToolCallState) -> str:
     """The call's arguments as the model wrote them (``""`` when none was logged)."""
-    events = session.events()
+    events = session.window(0)
     if call.call is not None:
         arguments: str = events[call.call].data.arguments
         return arguments
@@ -140,7 +140,7 @@ def failed_attempts(session: Session) -> list[dict[str, Any]]:
     """Every ``assistant/attempt`` that carries an error: ``{"seq", "turn", "step", "error"}``."""
     return [
         {"seq": e.seq, "turn": e.data.turn, "step": e.data.step, "error": e.data.error}
-        for e in session.events()
+        for e in session.window(0)
         if e.type == "assistant/attempt" and e.data.error is not None
     ]
 
@@ -150,7 +150,7 @@ def failed_turns(session: Session) -> list[dict[str, Any]]:
     ``{"seq", "turn", "reason"}``."""
     return [
         {"seq": e.seq, "turn": e.data.turn, "reason": e.data.reason}
-        for e in session.events()
+        for e in session.window(0)
         if e.type == "turn/end" and e.data.reason in FAILED_TURN_ENDS
     ]
 

@@ -129,7 +129,7 @@ def run_spans(session: Session) -> list[RunSpan]:
     """The session's turns, each with its steps; each step with its model requests and then
     its tool calls in commit order (the order their ``tool/call`` — or, never started, their
     answer — was logged), so parallel calls stand side by side as they ran."""
-    events = session.events()
+    events = session.window(0)
     walk = _Walk()
     for event in events:
         walk.event(event)

@@ -200,12 +200,12 @@ async def session_view(
         call["css"] = fate_class(call["outcome"])
     return {
         "id": session.id,
-        "count": len(session.events()),
+        "count": session.head + 1,
         "stored": loaded.stored_events,
         "head": session.head,
         "state": session_state(session, loaded.fault, running=running, unknown=loaded.unknown),
         "running": running,
-        "bars": _layout([s for s in spans if s.turn in shown], len(session.events())),
+        "bars": _layout([s for s in spans if s.turn in shown], session.head + 1),
         "window": window,
         "calls": calls,
         "attempts": failed_attempts(session),
@@ -297,7 +297,7 @@ async def events_page(
     rows: list[dict[str, Any]] = []
     next_from: int | None = None
     prefix = (kind or "").rstrip("/") + "/"
-    for event in loaded.session.events()[first:]:
+    for event in await loaded.session.events(first):
         if kind and event.type != kind and not event.type.startswith(prefix):
             continue
         if len(rows) >= limit:

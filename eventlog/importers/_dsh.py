@@ -391,7 +391,7 @@ class _Committer:
 
     def _report(self) -> ImportReport:
         records = self.log.records
-        digests = {d for event in self.session.events() for d in referenced_digests(event.data)}
+        digests = {d for event in self.session.window() for d in referenced_digests(event.data)}
         if digests:
             self.notes.append(
                 f"{_counted(len(digests), 'image attachment')} "

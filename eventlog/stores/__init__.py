@@ -16,7 +16,7 @@ from .._codec import (
     stored_version,
     verify_rows,
 )
-from .._session import DEFAULT_MAX_EVENT_BYTES
+from .._session_ports import DEFAULT_MAX_EVENT_BYTES
 from ._admit import Departure, check_import
 from ._base import (
     Backend,
@@ -34,12 +34,14 @@ from ._lease_state import writer_alive
 from ._loader import LogLoader
 from ._logstore import DEFAULT_SNAPSHOT_EVERY, DEFAULT_TRIM_EVERY, LogStore
 from ._memory import MemoryBackend, MemoryData
+from ._states import DEFAULT_SNAPSHOT_STATES
 from ._url import open_store
 from ._writer import Batch
 
 __all__ = (
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_SNAPSHOT_EVERY",
+    "DEFAULT_SNAPSHOT_STATES",
     "DEFAULT_TRIM_EVERY",
     "GENESIS_HASH",
     "Row",

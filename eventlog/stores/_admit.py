@@ -42,12 +42,14 @@ from .._errors import (
 from .._event import Event, Unknown
 from .._ids import validate_session_id
 from .._session import Session
+from .._session_ports import SessionPorts
 from .._strict import INT64_MAX, check_int
 from .._vocabulary import SessionForked
+from ._args import checked_metadata
 from ._attachment_reads import checked_attachment
 from ._base import SessionRecord
 from ._loader import LogLoader
-from ._logstore import LogStore, _metadata
+from ._logstore import LogStore
 
 __all__ = ("Departure", "check_import")
 
@@ -124,7 +126,7 @@ def _check_record(store: LogStore, record: SessionRecord, count: int) -> None:
         why = f"created_at {record.created_at!r} is not epoch milliseconds"
         raise _refused(sid, None, "created_at", why)
     try:
-        _metadata(record.metadata, store.max_nesting)  # what ``create`` takes
+        checked_metadata(record.metadata, store.max_nesting)  # what ``create`` takes
     except EventLogError as exc:
         raise _refused(sid, None, "metadata", exc) from None
     if record.head != count - 1:
@@ -249,9 +251,9 @@ def _scratch(store: LogStore, sid: str) -> Session:
     return Session(
         id=sid,
         types=store.types.copy(),  # extension types are added to the copy only
-        tail=_Scratch(),
-        max_event_bytes=store.max_event_bytes,
-        max_nesting=store.max_nesting,
+        ports=SessionPorts(
+            tail=_Scratch(), max_event_bytes=store.max_event_bytes, max_nesting=store.max_nesting
+        ),
     )
 
 

@@ -155,6 +155,7 @@ class Store(Protocol):
         salvage: bool = False,
         wait: float = 0.0,
         verify: str = "snapshot",
+        keep_whole: bool = False,
     ) -> Session:
         """Load a session for writing: take the session's writer lease, load its events,
         verify that they end at the session's stored head, rebuild the surface index.
@@ -163,11 +164,11 @@ class Store(Protocol):
         when it matches the stored chain (its hash is the stored event's at its seq, and each
         event it holds hashes from the stored hash before it to its own stored one), then
         decode and verify the hash chain of every event after it; the session holds in memory
-        only those and the events on the surface (older ones: ``session.read_events``). A
+        only those and the events on the surface (older ones: ``await session.events()``). A
         snapshot that does not match, does not decode or is of an unknown format is ignored
         and reported in ``session.snapshot_fault`` (the whole log is replayed instead).
         ``verify="full"``: decode every event and verify the whole hash chain, as
-        ``eventlog verify`` does, and hold every event in memory.
+        ``eventlog verify`` does. ``keep_whole=True``: that, and it is never trimmed.
 
         A lease whose owner is known to be gone (a process of this host that ended, or a
         closed store of this process) is taken over at once; with ``wait`` the open waits up
@@ -183,8 +184,8 @@ class Store(Protocol):
         :raises SessionBusyError: another live writer holds the lease (still, after ``wait``).
         :raises CorruptLogError: a stored event fails verification, or the stored events end
             before or after the stored head (names the first seq in doubt).
-        :raises ValidationError: ``wait`` is not a number of seconds >= 0, or ``verify`` is
-            not ``"snapshot"`` or ``"full"``.
+        :raises ValidationError: ``wait`` is not a number of seconds >= 0, or ``verify``
+            (``keep_whole``) is not ``"snapshot"`` or ``"full"`` (a bool).
         :raises UnsupportedFormatError: a stored event has an unknown, non-ignorable type.
         """
         ...

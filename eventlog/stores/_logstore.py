@@ -7,31 +7,22 @@ every backend gets the same semantics and the conformance suite tests them all a
 from __future__ import annotations
 
 import logging
-import math
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from types import TracebackType
 from typing import Any
 
 import anyio
-import msgspec
 from anyio.abc import TaskGroup
 
 from .._attachments import attached_digests, attachment_bytes
 from .._codec import (
-    GENESIS_HASH,
     Row,
-    decode_event,
-    encode_payload,
-    make_row,
-    rechain,
-    verify_rows,
 )
 from .._errors import (
     ClosedError,
-    CorruptLogError,
     EventLogError,
     SessionBusyError,
     ValidationError,
@@ -40,8 +31,9 @@ from .._event import Event
 from .._ids import new_session_id, validate_session_id
 from .._message import Message
 from .._registry import EventTypes
-from .._session import DEFAULT_MAX_EVENT_BYTES, Session
-from .._snapshot_state import snapshot_states
+from .._session import Session
+from .._session_ports import DEFAULT_MAX_EVENT_BYTES, Opened, SessionPorts
+from .._snapshot_state import SnapshotState
 from .._strict import (
     DEFAULT_MAX_NESTING,
     INT64_MAX,
@@ -50,27 +42,29 @@ from .._strict import (
     check_int,
     check_number,
     check_text,
-    find_invalid,
-    on_fresh_stack,
 )
-from .._vocabulary import SessionForked
+from ._args import checked_metadata, decoded, wait_seconds
 from ._attachment_reads import checked_attachment, verify_session
 from ._base import (
     Backend,
     BackgroundTask,
     SessionInfo,
     SessionRecord,
-    Snapshots,
     StartsWrites,
     Store,
     WritesElsewhere,
 )
+from ._checkpointer import Checkpointer
+from ._fork import fork_log
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
+from ._reading import load_after, load_log
 from ._salvage import follow_events, head_fault, open_salvaged, settled
-from ._snapshot_check import usable_snapshot, verify_snapshot
-from ._snapshots import Restored, encode_snapshot, keep_surface_rows
-from ._writer import Batch, StartWrite, WriteDone, Writer
+from ._snapshot_check import verify_snapshot
+from ._snapshots import Restored
+from ._states import DEFAULT_SNAPSHOT_STATES, resolve_snapshot_states
+from ._store_tools import StoreTools
+from ._writer import Writer
 
 __all__ = ("DEFAULT_SNAPSHOT_EVERY", "DEFAULT_TRIM_EVERY", "LogStore", "lease_owner")
 
@@ -99,7 +93,7 @@ def lease_owner() -> str:
     return new_owner()
 
 
-class LogStore(Store):
+class LogStore(StoreTools, Store):
     """A :class:`~eventlog.Store` over a backend; use as an async context manager.
 
     :param backend: the storage engine.
@@ -116,7 +110,10 @@ class LogStore(Store):
         open, the events that snapshot covers and that are not on its surface, as if it had
         been reopened from it, once at least this many would go (``Session.trims``;
         docs/stores.md); 0 keeps every event a session loaded or appended in memory until it
-        is closed. Sessions opened with ``verify="full"`` never drop any.
+        is closed. Sessions opened with ``keep_whole=True`` never drop any.
+    :param snapshot_states: the projection states snapshots carry: a sequence of
+        :class:`~eventlog.SnapshotState`, or a ``"module:attribute"`` reference to one; by
+        default the projections' (see :mod:`eventlog.stores._states`).
     :param url: shown in ``repr``.
     :raises ValidationError: an option has the wrong type or is out of range.
     """
@@ -132,6 +129,7 @@ class LogStore(Store):
         max_nesting: int = DEFAULT_MAX_NESTING,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         trim_every: int = DEFAULT_TRIM_EVERY,
+        snapshot_states: object = DEFAULT_SNAPSHOT_STATES,
         url: str = "",
     ) -> None:
         check_number("write_delay", write_delay, low=0.0, high=3600.0)
@@ -147,23 +145,26 @@ class LogStore(Store):
         self.types = types if types is not None else EventTypes()
         self.url = url
         self.max_event_bytes = max_event_bytes
-        self.snapshot_every = snapshot_every if isinstance(backend, Snapshots) else 0
         self.trim_every = trim_every
-        # Snapshot writes in flight (closing waits for them: each is a few milliseconds).
-        self._snapshot_writes: set[str] = set()
-        self._snapshots_idle = anyio.Event()
-        # Per open session: the rows of its last snapshot and of the surface events written
-        # since, reused by the next (see encode_snapshot); dropped when it is released.
-        self._snapshot_rows: dict[Session, dict[int, Row]] = {}
+        self._open: dict[str, Session] = {}
+        self._checkpointer = checkpointer = Checkpointer(
+            backend,
+            self.types,
+            every=snapshot_every,
+            trim_every=trim_every,
+            states=resolve_snapshot_states(snapshot_states),
+            sessions=self._open,
+        )
         self._writer = Writer(
-            self._write_keeping_rows if self.snapshot_every else backend.write,
-            start=self._start_write() if isinstance(backend, StartsWrites) else None,
+            checkpointer.keeping_rows(backend.write),
+            start=checkpointer.starting_keeping_rows(backend.start_write)
+            if isinstance(backend, StartsWrites)
+            else None,
             pipeline=isinstance(backend, WritesElsewhere) and backend.writes_elsewhere,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )
         self._owner = lease_owner()
-        self._open: dict[str, Session] = {}
         self._task_group: TaskGroup | None = None
         self._started = False
         self._closed = False
@@ -177,6 +178,7 @@ class LogStore(Store):
         try:
             self._task_group = anyio.create_task_group()
             await self._task_group.__aenter__()
+            self._checkpointer.start(self._task_group)
             await self._writer.start(self._task_group)
             # A backend may need a task of its own while open (PostgreSQL: the lease heartbeat).
             if isinstance(self.backend, BackgroundTask):
@@ -214,9 +216,7 @@ class LogStore(Store):
                     except EventLogError as exc:
                         await self._abandon(session, exc)
                 await self._writer.aclose()
-                if self._snapshot_writes:
-                    with anyio.move_on_after(5.0):
-                        await self._snapshots_idle.wait()
+                await self._checkpointer.aclose()
         finally:
             retire_owner(self._owner)
             # The task group's scope must be exited outside the shield scope above.
@@ -262,6 +262,16 @@ class LogStore(Store):
     def __repr__(self) -> str:
         return f"<LogStore {self.url!r} open_sessions={len(self._open)}>"
 
+    @property
+    def snapshot_every(self) -> int:
+        """A snapshot at most every this many flushed events (0: snapshots off)."""
+        return self._checkpointer.every
+
+    @property
+    def snapshot_states(self) -> tuple[SnapshotState, ...]:
+        """The projection states this store's snapshots carry."""
+        return self._checkpointer.states
+
     # -- sessions ------------------------------------------------------------------------------
 
     async def create(
@@ -272,11 +282,11 @@ class LogStore(Store):
         record = SessionRecord(
             id=sid,
             created_at=time.time_ns() // 1_000_000,
-            metadata=_metadata(metadata, self.max_nesting),
+            metadata=checked_metadata(metadata, self.max_nesting),
         )
         await self.backend.create_session(record)
         await self.backend.acquire_lease(sid, self._owner)
-        return self._wrap(sid, LogLoader(self.types, sid), record, read_only=False)
+        return self._wrap(sid, LogLoader(self.types, sid), record, writable=True)
 
     async def open(
         self,
@@ -285,12 +295,15 @@ class LogStore(Store):
         salvage: bool = False,
         wait: float = 0.0,
         verify: str = "snapshot",
+        keep_whole: bool = False,
     ) -> Session:
         self._check_open()
         sid = validate_session_id(session_id)
-        wait = _seconds(wait, sid)
+        wait = wait_seconds(wait, sid)
         if type(salvage) is not bool:
             raise ValidationError(f"salvage must be True or False, got {salvage!r}")
+        if type(keep_whole) is not bool:
+            raise ValidationError(f"keep_whole must be True or False, got {keep_whole!r}")
         if not isinstance(verify, str) or verify not in _VERIFY:
             raise ValidationError(
                 f'verify must be "snapshot" or "full", got {verify!r}', session_id=sid
@@ -303,140 +316,28 @@ class LogStore(Store):
             record = await self.backend.get_session(sid)
             restored: Restored | None = None
             snapshot_fault: str | None = None
-            if verify == "snapshot" and isinstance(self.backend, Snapshots):
-                restored, snapshot_fault = await usable_snapshot(
-                    self.backend, self.types, sid, record.head
-                )
+            if verify == "snapshot" and not keep_whole:
+                restored, snapshot_fault = await self._checkpointer.restore(sid, record.head)
             # The surface events' rows, as read: the rows cache of the session's next snapshot.
-            rows: dict[int, Row] | None = {} if self.snapshot_every else None
+            rows = self._checkpointer.rows_cache(restored)
             if restored is not None:
-                loader = await self._load_after(sid, restored, rows)
+                loader = await load_after(self.backend, self.types, sid, restored, rows)
             else:
-                loader, _ = await self._load(sid, salvage=False, rows=rows)
+                loader, _ = await load_log(self.backend, self.types, sid, salvage=False, rows=rows)
             fault = head_fault(sid, loader.head, record.head)
             if fault is not None:
                 raise fault
-            states = {} if restored is None else await self._states_of(sid, restored)
+            opened = Opened(snapshot_fault=snapshot_fault)
+            if restored is not None:
+                states = await self._checkpointer.states_at(sid, restored, partial(self.read, sid))
+                opened = Opened(snapshot_seq=restored.seq, states=states)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.backend.release_lease(sid, self._owner)
             raise
-        session = self._wrap(sid, loader, record, read_only=False, whole=verify == "full")
-        session.snapshot_fault = snapshot_fault
-        if rows is not None:
-            self._snapshot_rows[session] = rows
-        if restored is not None:
-            session.snapshot_seq = restored.seq
-            for key, state in states.items():
-                session.projection_cache[key] = [state, restored.seq + 1]
-        return session
-
-    async def _load_after(
-        self, sid: str, restored: Restored, rows: dict[int, Row] | None = None
-    ) -> LogLoader:
-        """A loader resumed from ``restored`` and fed the stored rows after it; ``rows``, when
-        given, gets the snapshot's rows and the surface rows read after it."""
-        if rows is not None:
-            rows.update(restored.rows)
-        loader = LogLoader(self.types, sid)
-        loader.resume(
-            head=restored.head,
-            last_hash=restored.hash,
-            surface=restored.surface,
-            grammar=restored.grammar,
-            pinned=restored.pinned,
+        return self._wrap(
+            sid, loader, record, writable=True, opened=opened, rows=rows, whole=keep_whole
         )
-        async for chunk in self.backend.read_rows(sid, restored.seq + 1, None):
-            loader.feed(chunk)
-            if rows is not None:
-                keep_surface_rows(rows, chunk, loader.surface)
-        return loader
-
-    async def _states_of(self, sid: str, restored: Restored) -> dict[str, object]:
-        """The registered projection states at the snapshot's seq: the snapshot's, and for
-        each it lacks (absent, another version, undecodable) a fold over the stored events up
-        to it, read in chunks (O(log) time, O(state) memory)."""
-        states = dict(restored.states)
-        missing = [spec for spec in snapshot_states() if spec.key not in states]
-        if not missing:
-            return states
-        logger.info(
-            "eventlog: session %r: state(s) %s not in the snapshot: rebuilt from events 0..%d",
-            sid,
-            ", ".join(spec.key for spec in missing),
-            restored.seq,
-        )
-        folded = {spec.key: spec.initial() for spec in missing}
-        async for event in self.read(sid, 0, restored.seq + 1):
-            for spec in missing:
-                folded[spec.key] = spec.apply(folded[spec.key], event)
-        states.update(folded)
-        return states
-
-    def _checkpoint(self, session: Session) -> None:
-        """Capture a snapshot of ``session`` now (everything durable) and write it in the
-        background; a failed write is logged and ignored (the log is the truth)."""
-        if session.id in self._snapshot_writes or self._task_group is None:
-            return  # one in flight already: the next checkpoint writes a newer one
-        seq, digest, data = encode_snapshot(session, self._snapshot_rows.setdefault(session, {}))
-        if not self._snapshot_writes:
-            self._snapshots_idle = anyio.Event()
-        self._snapshot_writes.add(session.id)
-        self._task_group.start_soon(self._write_snapshot, session.id, seq, digest, data)
-
-    async def _write_keeping_rows(self, batches: Sequence[Batch]) -> Collection[str]:
-        """The backend's write; then the surface rows of each session that may snapshot (it
-        has compacted) are kept for its next snapshot, which so encodes no payload twice."""
-        conflicts = await self.backend.write(batches)
-        self._keep_rows(batches, conflicts)
-        return conflicts
-
-    def _start_write(self) -> StartWrite:
-        """The backend's :meth:`~StartsWrites.start_write` for the writer's pipelined rounds,
-        keeping the written rows as :meth:`_write_keeping_rows` does."""
-        backend = self.backend
-        assert isinstance(backend, StartsWrites)
-        if not self.snapshot_every:
-            return backend.start_write
-
-        def start(batches: Sequence[Batch], done: WriteDone) -> None:
-            def written(conflicts: Collection[str], error: BaseException | None) -> None:
-                if error is None:
-                    self._keep_rows(batches, conflicts)
-                done(conflicts, error)
-
-            backend.start_write(batches, written)
-
-        return start
-
-    def _keep_rows(self, batches: Sequence[Batch], conflicts: Collection[str]) -> None:
-        try:
-            for batch in batches:
-                session = self._open.get(batch.session_id)
-                if session is None or not session.surface_index.generation:
-                    continue  # not open here (closed meanwhile), or never compacted: no snapshot
-                if conflicts and batch.session_id in conflicts:
-                    continue  # not written: fenced
-                cache = self._snapshot_rows.setdefault(session, {})
-                keep_surface_rows(cache, batch.rows, session.surface_index)
-        except Exception:  # only a cache: a round that was written must never look failed
-            logger.exception("eventlog: keeping written rows for snapshots failed")
-
-    async def _write_snapshot(self, sid: str, seq: int, digest: bytes, data: bytes) -> None:
-        assert isinstance(self.backend, Snapshots)
-        try:
-            with anyio.CancelScope(shield=True):
-                stored = await self.backend.write_snapshot(sid, seq, digest, data)
-            if not stored:
-                logger.info("eventlog: session %r: snapshot at seq %d not stored", sid, seq)
-        except Exception as exc:
-            logger.warning(
-                "eventlog: session %r: writing the snapshot at seq %d failed: %s", sid, seq, exc
-            )
-        finally:
-            self._snapshot_writes.discard(sid)
-            if not self._snapshot_writes:
-                self._snapshots_idle.set()
 
     async def _take_lease(self, sid: str, wait: float) -> None:
         """Take the writer lease, waiting up to ``wait`` seconds for its holder to let go."""
@@ -466,34 +367,33 @@ class LogStore(Store):
         loaded: LogLoader,
         record: SessionRecord,
         *,
-        read_only: bool,
+        writable: bool,
+        opened: Opened | None = None,
+        rows: dict[int, Row] | None = None,
         whole: bool = False,
     ) -> Session:
-        """The session over ``loaded``; ``whole``: it was asked to hold its whole log (opened
-        with ``verify="full"``), so snapshots never drop its events from memory."""
+        """The session over ``loaded``, wired to this store once; ``whole``: it was asked to
+        hold its whole log (``keep_whole=True``), so snapshots never drop its events."""
+        head = loaded.head
+        ports = SessionPorts(
+            tail=self._writer.tail(sid, loaded.last_hash, head) if writable else None,
+            stored=partial(self.read, sid),
+            release=self._release if writable else None,
+            checkpoint=self._checkpointer.schedule(sid, head, rows, whole=whole)
+            if writable
+            else None,
+            max_event_bytes=self.max_event_bytes,
+            max_nesting=self.max_nesting,
+        )
         session = Session(
             id=sid,
             types=self.types,
-            tail=None
-            if read_only
-            else self._writer.tail(sid, loaded.last_hash, loaded.base + len(loaded.events) - 1),
-            events=loaded.events,
-            last_hash=loaded.last_hash,
-            surface=loaded.surface,
+            log=loaded,
             metadata=record.metadata,
-            read_only=read_only,
-            max_event_bytes=self.max_event_bytes,
-            release=None if read_only else self._release,
-            max_nesting=self.max_nesting,
-            grammar=loaded.grammar,
-            base=loaded.base,
-            pinned=loaded.pinned,
-            stored=partial(self.read, sid),
-            checkpoint=None if read_only or not self.snapshot_every else self._checkpoint,
-            snapshot_every=self.snapshot_every,
-            trim_every=0 if whole else self.trim_every,
+            ports=ports,
+            opened=opened or Opened(),
         )
-        if not read_only:
+        if writable:
             self._open[sid] = session
         return session
 
@@ -501,39 +401,9 @@ class LogStore(Store):
         if self._open.get(session.id) is session:
             del self._open[session.id]
         session.close_unflushed()
-        self._snapshot_rows.pop(session, None)
+        self._checkpointer.release(session.id)
         if self._backend_open:
             await self.backend.release_lease(session.id, self._owner)
-
-    async def _load(
-        self,
-        sid: str,
-        *,
-        salvage: bool,
-        limit: int | None = None,
-        rows: dict[int, Row] | None = None,
-    ) -> tuple[LogLoader, EventLogError | None]:
-        """Decode, verify and fold a stored log (see :meth:`Store.open`), at most ``limit``
-        events of it; ``rows``, when given, gets the rows of the surface's events once the
-        session has compacted (see :func:`keep_surface_rows`: about the surface's size).
-
-        With ``salvage`` the error that stopped loading is returned instead of raised.
-        """
-        loader = LogLoader(self.types, sid)
-        try:
-            async for chunk in self.backend.read_rows(sid, 0, limit):
-                loader.feed(chunk)
-                if rows is not None and loader.surface.generation:
-                    keep_surface_rows(rows, chunk, loader.surface)
-        except CorruptLogError as exc:
-            if not salvage:
-                raise
-            return loader, exc
-        except EventLogError as exc:
-            if not salvage or exc.seq is None:
-                raise
-            return loader, exc
-        return loader, None
 
     async def put_attachment(self, data: bytes | bytearray | memoryview) -> str:
         self._check_open()
@@ -582,110 +452,22 @@ class LogStore(Store):
         await self.backend.get_session(sid)
         async for chunk in self.backend.read_rows(sid, max(0, from_seq), limit):
             for row in chunk:
-                yield _decode(row, self.types, sid)
-
-    # -- raw access, for export, import and audit tools --------------------------------------
-
-    async def record(self, session_id: str) -> SessionRecord:
-        """The session's stored record (id, creation time, parent and fork seq, metadata, and
-        the head: the seq of its last durable event), read now.
-
-        :raises ValidationError: the id is malformed.
-        :raises SessionNotFoundError: no such session.
-        :raises ClosedError: the store is closed.
-        """
-        self._check_open()
-        return await self.backend.get_session(validate_session_id(session_id))
-
-    def read_rows(
-        self, session_id: str, from_seq: int = 0, limit: int | None = None
-    ) -> AsyncIterator[Sequence[Row]]:
-        """The stored rows from ``from_seq`` in seq order, in chunks, at most ``limit`` in all,
-        exactly as stored: neither decoded nor verified (:func:`~eventlog.stores.verify_rows`
-        does that), so a damaged log can still be exported. A missing session yields nothing;
-        read :meth:`record` first to tell it apart.
-
-        :raises ClosedError: the store is closed.
-        """
-        self._check_open()
-        return self.backend.read_rows(session_id, from_seq, limit)
-
-    async def restore(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
-        """Insert a session exactly as exported: ``record`` and its ``rows``, atomically. The
-        rows are stored as given; check them first with :func:`check_import` (the rules of
-        ``create`` and ``append``, and ``open``'s loader), or the session may fail to open.
-
-        :raises SessionExistsError: the id is taken (nothing is written).
-        :raises ClosedError: the store is closed.
-        """
-        self._check_open()
-        await self.backend.create_session(record, rows)
+                yield decoded(row, self.types, sid)
 
     async def follow(self, session_id: str, after: int = -1) -> AsyncIterator[Event]:
         self._check_open()
         sid = validate_session_id(session_id)
         if not check_int(after, -1, INT64_MAX - 1):
             raise ValidationError(f"follow after must be an int >= -1 (a seq), got {after!r}")
-        decode = partial(_decode, types=self.types, sid=sid)
+        decode = partial(decoded, types=self.types, sid=sid)
         async for event in follow_events(self.backend, sid, after, decode):
             yield event
 
     async def fork(self, session_id: str, boundary: int, *, child_id: str | None = None) -> Session:
         self._check_open()
-        sid = validate_session_id(session_id)
-        wanted = None if child_id is None else validate_session_id(child_id)
-        if not check_int(boundary, INT64_MIN, INT64_MAX - 1):
-            raise ValidationError(
-                f"session {sid!r}: fork boundary must be an int (a seq), got {boundary!r}",
-                session_id=sid,
-            )
-        record = await self.backend.get_session(sid)
-        rows: list[Row] = []
-        async for chunk in self.backend.read_rows(sid, 0, boundary + 1 if boundary >= 0 else 0):
-            rows.extend(chunk)
-        if not 0 <= boundary < len(rows) or boundary > record.head:
-            raise ValidationError(
-                f"session {sid!r}: fork boundary {boundary} is outside the stored log "
-                f"(0..{record.head})",
-                session_id=sid,
-                seq=boundary,
-            )
-        verify_rows(rows, GENESIS_HASH, 0, session_id=sid)
-        open_turn = _open_turn_at(rows)
-        if open_turn is not None:
-            raise ValidationError(
-                f"session {sid!r}: fork boundary {boundary} is inside turn {open_turn}, "
-                "which is still open there",
-                session_id=sid,
-                seq=boundary,
-                hint="fork at the turn/end of a turn, or before its turn/start",
-            )
-        child_id = wanted if wanted is not None else new_session_id()
-        info = self.types.get("session/forked")
-        assert info is not None
-        forked_data = SessionForked(parent=sid, boundary=boundary)
-        _, raw = encode_payload(info, forked_data, session_id=child_id, seq=boundary + 1)
-        # One reading of the clock for the child's creation and its ``session/forked``: a
-        # second reading for either could fall on an earlier millisecond than the other, and
-        # the marker would predate the session it opens. A parent whose last event is later
-        # still (another writer's clock ahead of ours) keeps the log's times non-decreasing.
-        created = time.time_ns() // 1_000_000
-        stamp = max(created, rows[-1].time)
-        # The child's chain is its own (format 2, bound to its id), whatever the parent's.
-        rows = rechain(rows, child_id)
-        forked = make_row(
-            rows[-1].hash, boundary + 1, "session/forked", stamp, None, (), False, raw, child_id
+        return await self.open(
+            await fork_log(self.backend, self.types, session_id, boundary, child_id)
         )
-        child = SessionRecord(
-            id=child_id,
-            created_at=created,
-            parent_id=sid,
-            fork_seq=boundary,
-            metadata=dict(record.metadata),
-            head=boundary + 1,
-        )
-        await self.backend.create_session(child, [*rows, forked])
-        return await self.open(child_id)
 
     async def delete(self, session_id: str, *, force: bool = False) -> None:
         self._check_open()
@@ -698,144 +480,3 @@ class LogStore(Store):
                 session_id=sid,
             )
         await self.backend.delete_session(sid, self._owner, force=force)
-
-    # -- for test and fault tools: what they need of the backend, without reaching into it ------
-
-    #: Set by :meth:`watch_lease_refusals`; the next refused lease sets it.
-    _lease_refused: anyio.Event | None = None
-
-    def watch_lease_refusals(self) -> anyio.Event:
-        """An event set the first time from now on that this store is refused a session's
-        writer lease because a live writer holds it (also each time a waiting
-        ``open(..., wait=...)`` looks again), so a test can tell that an open really waited
-        before it lets the holder go. A second call starts a new watch."""
-        self._lease_refused = anyio.Event()
-        return self._lease_refused
-
-    def _note_lease_refused(self) -> None:
-        if self._lease_refused is not None:
-            self._lease_refused.set()
-
-    async def drop_lease(self, session_id: str) -> None:
-        """Clear this store's writer lease on ``session_id`` in the stored record and forget
-        it, leaving the open :class:`~eventlog.Session` as it is: what a lease lost to expiry
-        looks like. Another store may then open the session, and this store's session is
-        fenced at its next write (``ConflictError``). For tests of fencing.
-
-        :raises ValidationError: the id is malformed.
-        :raises ClosedError: the store is closed.
-        """
-        self._check_open()
-        await self.backend.release_lease(validate_session_id(session_id), self._owner)
-
-    async def simulate_crash(self) -> None:
-        """Close the backend's connections now, as a killed process loses them: nothing
-        pending is written and no lease is released. Leave the store with :meth:`aclose`
-        afterwards: its final writes and releases then fail (logged, never raised), as a dead
-        process's never happen. For crash tests; idempotent."""
-        if self._backend_open:
-            await self.backend.close()
-
-    async def stored_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
-        """The session's stored snapshot as ``(seq, hash, data)``, unchecked (``data`` is
-        the encoded snapshot with its digest), or ``None``: what the store would open from.
-        For tests and tools that inspect or damage snapshots.
-
-        :raises ValidationError: the id is malformed, or the backend stores no snapshots.
-        :raises ClosedError: the store is closed.
-        """
-        self._check_open()
-        return await self._snapshot_backend().read_snapshot(validate_session_id(session_id))
-
-    async def store_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
-        """Store raw snapshot bytes as the session's snapshot at ``seq`` (see
-        :meth:`Snapshots.write_snapshot`: only if the stored event ``seq`` has ``hash`` and no
-        later snapshot is stored); return whether it was stored. Nothing checks ``data``: a
-        test writes a damaged snapshot so, to watch ``open`` ignore and report it.
-
-        :raises ValidationError: the id is malformed, or the backend stores no snapshots.
-        :raises ClosedError: the store is closed.
-        """
-        self._check_open()
-        backend = self._snapshot_backend()
-        return await backend.write_snapshot(validate_session_id(session_id), seq, hash, data)
-
-    def _snapshot_backend(self) -> Snapshots:
-        if not isinstance(self.backend, Snapshots):
-            raise ValidationError(f"store {self.url!r}: its backend stores no snapshots")
-        return self.backend
-
-    def options_over(self, wrap: Callable[[Backend], Backend]) -> dict[str, Any]:
-        """The keyword arguments of a new :class:`LogStore` like this one (its event types,
-        event size and nesting limits, ``trim_every``, url) over ``wrap(backend)``: how a
-        tool interposes on a store's backend (``recovery.testing.FaultyStore`` injects write
-        faults so). The new store owns the backend from then on: this one must not be used
-        afterwards.
-
-        :raises ValidationError: this store was entered already (its backend is in use).
-        """
-        if self._started or self._closed:
-            raise ValidationError(
-                f"store {self.url!r} was entered already: wrap a store that is not yet entered"
-            )
-        return {
-            "backend": wrap(self.backend),
-            "types": self.types,
-            "max_event_bytes": self.max_event_bytes,
-            "max_nesting": self.max_nesting,
-            "trim_every": self.trim_every,
-            "url": self.url,
-        }
-
-
-def _seconds(wait: object, sid: str) -> float:
-    """``open``'s ``wait``, checked.
-
-    :raises ValidationError: not a finite number of seconds >= 0.
-    """
-    try:
-        if isinstance(wait, int | float) and not isinstance(wait, bool):
-            seconds = float(wait)
-            if 0 <= seconds < math.inf:
-                return seconds
-    except OverflowError:
-        pass
-    raise ValidationError(f"wait must be a number of seconds >= 0, got {wait!r}", session_id=sid)
-
-
-def _open_turn_at(rows: Sequence[Row]) -> int | None:
-    """The number of the turn still open after ``rows``, or ``None``."""
-    open_turn: int | None = None
-    for row in rows:
-        if row.type == "turn/start":
-            open_turn = int(msgspec.json.decode(row.data).get("turn", 0))
-        elif row.type == "turn/end":
-            open_turn = None
-    return open_turn
-
-
-def _decode(row: Row, types: EventTypes, sid: str) -> Event:
-    try:
-        return decode_event(row, types, session_id=sid)
-    except RecursionError:  # a deep caller stack, not a deep payload: redo with a fresh one
-        return on_fresh_stack(partial(decode_event, session_id=sid), row, types)
-
-
-def _metadata(metadata: dict[str, Any] | None, max_nesting: int) -> dict[str, Any]:
-    """A JSON copy of ``metadata``, held to the rules of payloads (see :mod:`eventlog._strict`).
-
-    :raises ValidationError: not a dict of JSON values, naming the path of the first bad one.
-    """
-    if metadata is None:
-        return {}
-    if type(metadata) is not dict:
-        raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
-    why = find_invalid(metadata, max_nesting=max_nesting)
-    if why is not None:
-        raise ValidationError(f"metadata is not valid: {why}")
-    try:
-        return dict(msgspec.json.decode(msgspec.json.encode(metadata)))
-    except RecursionError:
-        return dict(on_fresh_stack(lambda: msgspec.json.decode(msgspec.json.encode(metadata))))
-    except (TypeError, ValueError, msgspec.MsgspecError) as exc:
-        raise ValidationError(f"metadata is not JSON-serialisable: {exc}") from exc

@@ -36,9 +36,12 @@ from .._errors import (
     UnsupportedFormatError,
 )
 from .._event import Event
+from .._registry import EventTypes
 from .._session import Session
+from .._session_ports import Opened
 from ._base import Backend, SessionRecord
 from ._loader import LogLoader
+from ._reading import load_log
 
 __all__ = ("follow_events", "head_fault", "open_salvaged", "replaced", "same_session", "settled")
 
@@ -52,12 +55,11 @@ class _Store(Protocol):
     @property
     def backend(self) -> Backend: ...
 
-    async def _load(
-        self, sid: str, *, salvage: bool, limit: int | None = None
-    ) -> tuple[LogLoader, EventLogError | None]: ...
+    @property
+    def types(self) -> EventTypes: ...
 
     def _wrap(
-        self, sid: str, loaded: LogLoader, record: SessionRecord, *, read_only: bool
+        self, sid: str, loaded: LogLoader, record: SessionRecord, *, writable: bool, opened: Opened
     ) -> Session: ...
 
 
@@ -72,9 +74,7 @@ async def open_salvaged(store: _Store, sid: str) -> Session:
             break
         if not await replaced(store.backend, sid, record, loader.head, loader.last_hash):
             break
-    session = store._wrap(sid, loader, record, read_only=True)
-    session.salvage_fault = fault
-    return session
+    return store._wrap(sid, loader, record, writable=False, opened=Opened(salvage_fault=fault))
 
 
 #: Reads of a session replaced while it was read before its fault is reported as found.
@@ -85,7 +85,7 @@ async def _read(store: _Store, sid: str) -> tuple[SessionRecord, LogLoader, Even
     """One read of the session: its record, its loaded log, and the fault that read found."""
     backend = store.backend
     record = await backend.get_session(sid)
-    loader, fault = await store._load(sid, salvage=True)
+    loader, fault = await load_log(backend, store.types, sid, salvage=True)
     head = loader.head
     if fault is None and head < record.head:
         # Raises SessionNotFoundError when the session was deleted while its rows were read:
@@ -96,7 +96,9 @@ async def _read(store: _Store, sid: str) -> tuple[SessionRecord, LogLoader, Even
         record = await backend.get_session(sid)
         if record.head < head:
             fault = head_fault(sid, head, record.head)
-            loader, _ = await store._load(sid, salvage=True, limit=record.head + 1)
+            loader, _ = await load_log(
+                backend, store.types, sid, salvage=True, limit=record.head + 1
+            )
     return record, loader, fault
 
 

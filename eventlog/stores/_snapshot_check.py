@@ -31,7 +31,7 @@ from .._codec import GENESIS_HASH, Row, chain_hash, chain_version_of, decode_eve
 from .._errors import CorruptLogError, EventLogError
 from .._event import Event
 from .._registry import EventTypes
-from .._snapshot_state import SnapshotState, snapshot_states
+from .._snapshot_state import SnapshotState
 from ._base import Backend, SessionRecord, Snapshots
 from ._loader import LogLoader
 from ._snapshots import Restored, SnapshotFault, decode_snapshot
@@ -49,6 +49,9 @@ class _Store(Protocol):
     @property
     def types(self) -> EventTypes: ...
 
+    @property
+    def snapshot_states(self) -> tuple[SnapshotState, ...]: ...
+
     async def record(self, session_id: str) -> SessionRecord: ...
 
 
@@ -61,11 +64,16 @@ _HINT = (
 
 
 async def usable_snapshot(
-    backend: Backend, types: EventTypes, sid: str, head: int
+    backend: Backend,
+    types: EventTypes,
+    sid: str,
+    head: int,
+    states: tuple[SnapshotState, ...] = (),
 ) -> tuple[Restored | None, str | None]:
     """The session's stored snapshot when it is bound to the stored chain up to ``head``:
     ``(restored, None)``; ``(None, None)`` when none is stored; ``(None, why)`` when it cannot
-    be used (logged; the caller replays the whole log instead). ``backend`` stores snapshots."""
+    be used (logged; the caller replays the whole log instead). ``backend`` stores snapshots;
+    the snapshot's projection states are decoded with ``states``."""
     assert isinstance(backend, Snapshots)
     try:
         stored = await backend.read_snapshot(sid)
@@ -75,7 +83,7 @@ async def usable_snapshot(
         return None, None
     seq, digest, data = stored
     try:
-        restored = decode_snapshot(data, types, sid)
+        restored = decode_snapshot(data, types, sid, states)
         _check_shape(restored, seq, digest)
         if not 0 <= seq <= head:
             raise SnapshotFault(_stale(seq))
@@ -186,7 +194,7 @@ async def verify_snapshot(store: _Store, sid: str) -> int | None:
         return None
     seq, digest, data = stored
     try:
-        restored = decode_snapshot(data, store.types, sid)
+        restored = decode_snapshot(data, store.types, sid, store.snapshot_states)
         _check_shape(restored, seq, digest)
     except SnapshotFault as exc:
         raise _fault(sid, seq, str(exc)) from None
@@ -201,7 +209,7 @@ async def verify_snapshot(store: _Store, sid: str) -> int | None:
     for at, held in restored.rows.items():
         if _differs(held, rows[at], loader.events[at], restored):
             raise _fault(sid, seq, f"its event at seq {at} is not the stored one (altered)")
-    _compare_derived(sid, seq, restored, loader)
+    _compare_derived(sid, seq, restored, loader, store.snapshot_states)
     return seq
 
 
@@ -222,7 +230,9 @@ def _differs(held: Row, stored: Row, event: Event, restored: Restored) -> bool:
     return decoded != event
 
 
-def _compare_derived(sid: str, seq: int, restored: Restored, loader: LogLoader) -> None:
+def _compare_derived(
+    sid: str, seq: int, restored: Restored, loader: LogLoader, states: tuple[SnapshotState, ...]
+) -> None:
     """The surface, grammar and projection states the snapshot holds are those of the log.
 
     :raises CorruptLogError: one differs (named).
@@ -240,7 +250,7 @@ def _compare_derived(sid: str, seq: int, restored: Restored, loader: LogLoader) 
         grammar.last_step,
     ):
         raise _fault(sid, seq, "its turn and step state is not the log's")
-    for spec in snapshot_states():
+    for spec in states:
         state = restored.states.get(spec.key)
         if state is not None and _canonical(spec, state) != _folded(spec, loader):
             raise _fault(sid, seq, f"its {spec.key!r} state is not the log's")

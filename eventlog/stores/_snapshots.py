@@ -4,7 +4,7 @@ whole log (docs/stores.md).
 A snapshot covers one seq (a durable event) and the chain hash stored at that seq. It holds the
 surface (its nodes and generation, with the events on it, so the messages the model sees come
 back without reading the log), the turn and step grammar, the covered event itself, and the
-cached states of the projections registered with :func:`eventlog.register_snapshot_state`.
+cached states of the projections whose codecs the store was given (``snapshot_states``).
 
 The surface's events are held as the rows the store holds, hash left out. A capture takes them
 from the session's rows cache: the rows its previous snapshot held (or the one it was opened
@@ -32,7 +32,7 @@ from .._event import Event, Unknown
 from .._grammar import TurnGrammar
 from .._registry import EventTypes
 from .._session import Session
-from .._snapshot_state import SnapshotState, snapshot_states
+from .._snapshot_state import CachedState, SnapshotState
 from .._surface import SurfaceIndex, message_delta
 from .._versions import mark_version
 
@@ -135,24 +135,23 @@ def _row(event: Event, types: EventTypes) -> Row:
 
 def fold_state(session: Session, spec: SnapshotState) -> object | None:
     """The state of ``spec``'s projection at ``session.head``, brought up to date in the
-    session's cache (as :func:`projections.base.catch_up` keeps it: ``[state, next_seq]``),
+    session's cache (as :func:`projections.base.catch_up` keeps it: a :class:`CachedState`),
     or ``None`` when the events it would need are not in memory."""
     cache = session.projection_cache
     entry = cache.get(spec.key)
-    head = session.head
-    if not (isinstance(entry, list) and len(entry) == 2 and type(entry[1]) is int):
+    if not isinstance(entry, CachedState):
         if session.loaded_from > 0:
             return None
-        entry = cache[spec.key] = [spec.initial(), 0]
-    state: object = entry[0]
-    next_seq: int = entry[1]
-    if next_seq <= head:
-        if next_seq < session.loaded_from:
+        entry = cache[spec.key] = CachedState(spec.initial(), 0)
+    if entry.next_seq <= session.head:
+        if entry.next_seq < session.loaded_from:
             return None
-        for event in session.events(next_seq):
+        state = entry.state
+        for event in session.window(entry.next_seq):
             state = spec.apply(state, event)
-        entry[0], entry[1] = state, head + 1
-    return state
+        entry.state, entry.next_seq = state, session.head + 1
+    result: object = entry.state
+    return result
 
 
 #: Rows kept beyond the surface before :func:`keep_surface_rows` drops those no longer on it
@@ -180,7 +179,9 @@ def keep_surface_rows(cache: dict[int, Row], rows: Sequence[Row], surface: Surfa
 
 
 def encode_snapshot(
-    session: Session, rows_cache: dict[int, Row] | None = None
+    session: Session,
+    rows_cache: dict[int, Row] | None = None,
+    states: tuple[SnapshotState, ...] = (),
 ) -> tuple[int, bytes, bytes]:
     """``(seq, hash, bytes)`` of a snapshot of ``session`` at its head (which must be durable
     and its hash known: ``session.last_hash``).
@@ -190,6 +191,7 @@ def encode_snapshot(
         they were written. Reused (events never change; a row's stored hash is left out of
         the snapshot, as every row's is) and updated to this snapshot's rows, so a snapshot
         encodes only the payloads of surface events it finds in neither.
+    :param states: the projection states it carries (each brought up to the head).
     """
     head = session.head
     surface = session.surface_index
@@ -200,18 +202,18 @@ def encode_snapshot(
     for seq in seqs:
         row = cache.get(seq)
         if row is None:
-            row = _row(session.event(seq), types)
+            row = _row(session._held(seq), types)
         elif row.hash:
             row = msgspec.structs.replace(row, hash=b"")  # as written: the stored hash
         rows.append(row)
     cache.clear()
     cache.update(zip(seqs, rows, strict=True))
-    states: dict[str, tuple[int, bytes]] = {}
-    for spec in snapshot_states():
+    encoded: dict[str, tuple[int, bytes]] = {}
+    for spec in states:
         try:
             state = fold_state(session, spec)
             if state is not None:
-                states[spec.key] = (spec.version, spec.encode(state))
+                encoded[spec.key] = (spec.version, spec.encode(state))
         except Exception:  # one projection's codec failing must not cost the others
             logger.exception("eventlog: snapshot of %r: state %r not encoded", session.id, spec.key)
     grammar = session.grammar
@@ -223,15 +225,17 @@ def encode_snapshot(
             generation=surface.generation,
             grammar=(grammar.turn, grammar.step, grammar.last_turn, grammar.last_step),
             rows=rows,
-            states=states,
+            states=encoded,
         )
     )
     digest = hashlib.blake2b(body, digest_size=_DIGEST).digest()
     return head, session.last_hash, _MAGIC + bytes([SNAPSHOT_FORMAT]) + digest + body
 
 
-def decode_snapshot(data: bytes, types: EventTypes, session_id: str) -> Restored:
-    """The snapshot stored as ``data``.
+def decode_snapshot(
+    data: bytes, types: EventTypes, session_id: str, states: tuple[SnapshotState, ...] = ()
+) -> Restored:
+    """The snapshot stored as ``data``, with the projection states of ``states`` it holds.
 
     :raises SnapshotFault: unknown format, digest mismatch (torn or altered), undecodable
         body or events, or a surface inconsistent with its events.
@@ -266,14 +270,14 @@ def decode_snapshot(data: bytes, types: EventTypes, session_id: str) -> Restored
         raise SnapshotFault(f"does not decode: {type(exc).__name__}: {exc}") from exc
     grammar = TurnGrammar()
     grammar.turn, grammar.step, grammar.last_turn, grammar.last_step = snap.grammar
-    known = {spec.key: spec for spec in snapshot_states()}
-    states: dict[str, object] = {}
+    known = {spec.key: spec for spec in states}
+    decoded: dict[str, object] = {}
     for key, (version, blob) in snap.states.items():
         spec = known.get(key)
         if spec is None or spec.version != version:
             continue  # rebuilt from the events on open
         try:
-            states[key] = spec.decode(blob)
+            decoded[key] = spec.decode(blob)
         except Exception as exc:
             logger.warning(
                 "eventlog: session %r: snapshot state %r does not decode: %s", session_id, key, exc
@@ -285,6 +289,6 @@ def decode_snapshot(data: bytes, types: EventTypes, session_id: str) -> Restored
         surface=surface,
         grammar=grammar,
         pinned=pinned,
-        states=states,
+        states=decoded,
         rows=rows,
     )

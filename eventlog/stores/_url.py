@@ -22,6 +22,7 @@ _STORE_OPTIONS = (
     "max_nesting",
     "snapshot_every",
     "trim_every",
+    "snapshot_states",
 )
 
 
@@ -37,7 +38,11 @@ def open_store(url: str, **options: Any) -> LogStore:
     ``snapshot_every`` (default 4000: a snapshot after that many events and after each
     compaction; 0 turns snapshots off; docs/stores.md), ``trim_every`` (default 10000: a
     session open for writing drops from memory, at a snapshot, the events it covers that are
-    not on the surface, once this many have gathered; 0 keeps them until it is closed).
+    not on the surface, once this many have gathered; 0 keeps them until it is closed),
+    ``snapshot_states`` (the projection states snapshots carry: a sequence of
+    :class:`~eventlog.SnapshotState`, or a ``"module:attribute"`` reference to one; default
+    ``"projections:SNAPSHOT_STATES"``, the projections' timeline, inbox and request header,
+    resolved when the store is built; ``()`` for none; docs/stores.md).
 
     Backend options: ``durability`` (``"power-loss"`` default, or ``"process-crash"``) for
     SQLite and PostgreSQL; for SQLite also ``busy_timeout`` (seconds, default 30),

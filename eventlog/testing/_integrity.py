@@ -62,7 +62,7 @@ class IntegrityCases(StoreHooks):
             strict = await store.create(session_id="strict")
             strict.append("app/strict", Note(text="needs its type"))
         async with self.make_store() as store:
-            event = (await store.open("s")).events()[0]
+            event = (await (await store.open("s")).events())[0]
             assert event.data == Unknown(b'{"text":"kept"}')
             with pytest.raises(UnsupportedFormatError, match="seq 0: event type 'app/strict'"):
                 await store.open("strict")
@@ -99,7 +99,7 @@ class IntegrityCases(StoreHooks):
         async with self.make_store() as store:
             # After a restart the event still says what it said and the bytes read back.
             again = await store.open("att")
-            assert again.events()[1].data.message == message
+            assert (await again.events())[1].data.message == message
             assert await store.get_attachment(digest) == png
             result = Message.tool_result("c1", (TextPart(text="shot"), image))
             assert await store.load_attachments([message, result]) == {digest: png}

@@ -45,11 +45,11 @@ class SessionCases(StoreHooks):
             append_turn(session, 1)
             await session.flush()
             assert session.durable == session.head == 4
-            written, last_hash = list(session.events()), session.last_hash
+            written, last_hash = list(await session.events()), session.last_hash
         # A new store over the same data loads the same events and chain.
         async with self.make_store() as store:
             again = await store.open("s")
-            assert_same(list(again.events()), written)
+            assert_same(list(await again.events()), written)
             assert again.last_hash == last_hash
             assert (again.head, again.durable) == (4, 4)
             assert again.surface_index.nodes == [1]
@@ -116,7 +116,7 @@ class SessionCases(StoreHooks):
             seqs = [e.seq async for e in store.read("s", from_seq=10, limit=5)]
             assert seqs == [10, 11, 12, 13, 14]
             everything = [e async for e in store.read("s")]
-            assert_same(everything, list(session.events()))
+            assert_same(everything, list(await session.events()))
             with pytest.raises(SessionNotFoundError):
                 [e async for e in store.read("missing")]
 
@@ -159,7 +159,7 @@ class SessionCases(StoreHooks):
             await session.flush()
             (info,) = await store.list()
             assert (info.id, info.head, info.error) == ("s", 4, None)
-            assert info.last_time == session.events()[-1].time
+            assert info.last_time == (await session.events())[-1].time
 
     async def test_follow_yields_stored_then_live_events_once_each(self) -> None:
         async with self.make_store(write_delay=0.001) as store:
@@ -192,9 +192,9 @@ class SessionCases(StoreHooks):
             append_turn(parent, 2)
             await parent.flush()
             child = await store.fork("p", boundary=4)
-            events = list(child.events())
+            events = list(await child.events())
             assert [e.seq for e in events] == list(range(6))
-            assert_same(events[:5], list(parent.events())[:5])
+            assert_same(events[:5], list(await parent.events())[:5])
             assert events[5].type == "session/forked"
             assert (events[5].data.parent, events[5].data.boundary) == ("p", 4)
             append_turn(child, 2, "a different second turn")

@@ -43,7 +43,7 @@ class SnapshotCases(StoreHooks):
         # A compacting session, snapshotted at its compactions and every 20 events.
         async with self.make_store(snapshot_every=20) as store:
             session = await self._compacting_session(store)
-            events = list(session.events())
+            events = list(await session.events())
             expected = (session.head, session.last_hash, list(session.surface_index.nodes))
         async with self.make_store(snapshot_every=20) as store:
             resumed = await store.open("long")
@@ -54,12 +54,12 @@ class SnapshotCases(StoreHooks):
             assert (resumed.head, resumed.last_hash, list(resumed.surface_index.nodes)) == expected
             # ... the surface's events and the later ones read as before ...
             for seq in [*resumed.surface_index.nodes, *range(resumed.loaded_from, resumed.head)]:
-                assert_same([resumed.event(seq)], [events[seq]])
-            # ... an older one is read from the store, and a synchronous read says so.
-            older = [e async for e in resumed.read_events(0)]
-            assert_same(older, events)
-            with pytest.raises(EventNotLoadedError, match=r"session 'long', seq 0: not in memory"):
-                list(resumed.events())
+                assert_same([resumed.window().event(seq)], [events[seq]])
+            # ... older ones are read from the store, and the window says where it starts.
+            assert_same(list(await resumed.events()), events)
+            assert_same([e async for e in resumed.read_events(0)], events)
+            with pytest.raises(EventNotLoadedError, match=r"session 'long', seq 0: before the"):
+                resumed.window(0)
             # It goes on writing where it stopped, and a full replay agrees with it.
             append_turn(resumed, 13)
             await resumed.flush()
@@ -68,7 +68,7 @@ class SnapshotCases(StoreHooks):
             full = await store.open("long", verify="full")
             assert (full.head, full.last_hash, list(full.surface_index.nodes)) == after
             assert (full.loaded_from, full.snapshot_seq) == (0, None)
-            assert_same(list(full.events())[: len(events)], events)
+            assert_same(list(await full.events())[: len(events)], events)
 
     async def test_a_damaged_snapshot_is_ignored_and_reported(self) -> None:
         async with self.make_store(snapshot_every=20) as store:

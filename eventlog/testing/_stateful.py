@@ -213,7 +213,8 @@ def store_machine(
             for session_id, (sut, model) in self.pairs.items():
                 assert (sut.head, sut.durable) == (model.head, model.durable), session_id
                 assert sut.durable <= sut.head
-                assert _dump(sut.events()) == _dump(model.events()), session_id
+                everything = self.portal.call(sut.events), self.portal.call(model.events)
+                assert _dump(everything[0]) == _dump(everything[1]), session_id
                 assert sut.last_hash == model.last_hash, session_id
 
         # -- helpers ---------------------------------------------------------------------------

@@ -76,7 +76,7 @@ class WriterCases(StoreHooks):
         async with self.make_store() as store:
             assert await user_texts(store, "good") == ["one", "two", "three"]
             reopened = await store.open("bad")
-            assert [e.type for e in reopened.events()] == ["user/message"]
+            assert [e.type for e in await reopened.events()] == ["user/message"]
             await reopened.aclose()
 
     async def test_a_stale_writer_never_writes_into_a_recreated_session(self) -> None:
@@ -107,7 +107,7 @@ class WriterCases(StoreHooks):
             await stale.aclose()
         async with self.make_store() as store:
             reopened = await store.open("s")
-            assert [e.data.message.text for e in reopened.events()] == ["new", "newer"]
+            assert [e.data.message.text for e in await reopened.events()] == ["new", "newer"]
             await reopened.aclose()
 
     async def test_a_session_whose_writer_is_gone_can_be_deleted(self) -> None:
@@ -157,5 +157,5 @@ class WriterCases(StoreHooks):
                 tg.start_soon(wait_and_open)
                 await refused.wait()
                 await holder.aclose()
-            assert [e.type for e in opened[0].events()] == ["user/message"]
+            assert [e.type for e in await opened[0].events()] == ["user/message"]
             await opened[0].aclose()

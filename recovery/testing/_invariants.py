@@ -38,8 +38,9 @@ class InvariantViolation(AssertionError):
 
 
 def check_invariants(session: Session) -> None:
-    """Check every invariant of a settled (balanced) session. They read the whole log: on a
-    session opened from a snapshot, ``await session.load_history()`` first (else the checks
+    """Check every invariant of a settled (balanced) session. They read the whole log
+    synchronously, from the session's window (``session.window(0)``): on a session opened
+    from, or trimmed at, a snapshot, ``await session.load_history()`` first (else the checks
     that need older events report :class:`~eventlog.EventNotLoadedError`).
 
     :raises InvariantViolation: listing every violated invariant, not just the first.
@@ -57,7 +58,7 @@ def check_invariants(session: Session) -> None:
 def _seq_contiguity(session: Session) -> list[str]:
     found = []
     last_time = 0
-    for position, event in enumerate(session.events()):
+    for position, event in enumerate(session.window(0)):
         if event.seq != position:
             found.append(f"seq contiguity: event at position {position} has seq {event.seq}")
         if event.time < last_time:
@@ -142,7 +143,7 @@ def _provider_valid(session: Session) -> list[str]:
 def _rebuild(session: Session) -> list[str]:
     head = session.head
     found = []
-    nodes = list(fold_surface(list(session.events()), session_id=session.id).nodes)
+    nodes = list(fold_surface(list(session.window(0)), session_id=session.id).nodes)
     if list(session.surface_index.nodes) != nodes:
         found.append(f"rebuild: surface {list(session.surface_index.nodes)} != rebuilt {nodes}")
     pairs: list[tuple[str, Callable[[], object], Callable[[], object]]] = [

@@ -20,7 +20,7 @@ from eventlog import Event, Session
 
 def events_of(session: Session, type_: str) -> list[Event]:
     """The committed events of ``session`` whose type is ``type_``, in seq order."""
-    return [e for e in session.events() if e.type == type_]
+    return [e for e in session.window(0) if e.type == type_]
 
 
 @dataclass

@@ -87,7 +87,9 @@ async def _flush(session: Session) -> None:
 async def _loop(session: Session, compact_every: int = 0) -> None:
     """Turns forever (see the module docstring); with ``compact_every``, every that many turns
     the whole surface is replaced by a summary."""
-    turn = 1 + max((e.data.turn for e in session.events() if e.type == "turn/start"), default=0)
+    turn = 1 + max(
+        (e.data.turn for e in (await session.events()) if e.type == "turn/start"), default=0
+    )
     while True:
         _open_step(session, turn)
         await _flush(session)  # before the model request

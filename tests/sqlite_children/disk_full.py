@@ -58,7 +58,7 @@ async def main(path: str, inline_write_bytes: int) -> None:
         report["while_failing"] = {
             "head": session.head,
             "durable": session.durable,
-            "in_memory": [e.seq for e in session.events()],
+            "in_memory": [e.seq for e in await session.events()],
         }
         # The fault clears: the next flush writes everything once.
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))

@@ -103,10 +103,10 @@ def _diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
 
 
 def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple[int, ...]) -> None:
-    events = session.events()
+    events = session.window()  # the appended events: the latest
     doc["applied"] = bool(appended)
     doc["appended"] = [
-        {"seq": seq, "type": events[seq].type, "summary": event_summary(events[seq])}
+        {"seq": seq, "type": events.event(seq).type, "summary": event_summary(events.event(seq))}
         for seq in appended
     ]
     if ctx.out.json_mode:
