@@ -27,9 +27,11 @@ After a crash, ``await Agent.resume(store, "demo", model, [read_file])`` repairs
 # agent re-exports the ones its executor writes, where its users have always found them.
 from recovery import (
     ABORTED_BEFORE_DISPATCH,
+    APPROVAL_FAILED,
     CHECKPOINT_FAILED,
     INVALID_ARGUMENTS,
     OUTPUT_TOO_LARGE,
+    TOOL_DENIED,
     TOOL_ERROR,
     TOOL_FAILED,
     UNKNOWN_TOOL,
@@ -93,9 +95,11 @@ __all__ = (
     "prompt",
     "submit",
     "ABORTED_BEFORE_DISPATCH",
+    "APPROVAL_FAILED",
     "CHECKPOINT_FAILED",
     "INVALID_ARGUMENTS",
     "OUTPUT_TOO_LARGE",
+    "TOOL_DENIED",
     "TOOL_ERROR",
     "TOOL_FAILED",
     "UNKNOWN_TOOL",

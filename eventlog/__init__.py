@@ -51,6 +51,7 @@ from ._staging import check_payload, check_room
 from ._strict import DEFAULT_MAX_NESTING, find_invalid
 from ._surface import SurfaceIndex, fold_surface
 from ._vocabulary import (
+    ApprovalDecision,
     AssistantAttempt,
     AssistantMessage,
     CompactionEnd,
@@ -64,6 +65,8 @@ from ._vocabulary import (
     SessionForked,
     StepEnd,
     StepStart,
+    ToolApproval,
+    ToolApprovalRequest,
     ToolCall,
     ToolError,
     ToolOutcome,
@@ -82,6 +85,7 @@ __all__ = (
     "DEFAULT_MAX_NESTING",
     "Append",
     "AssistantAttempt",
+    "ApprovalDecision",
     "AssistantMessage",
     "AttachmentNotFoundError",
     "BacklogFullError",
@@ -130,6 +134,8 @@ __all__ = (
     "SurfaceIndex",
     "SurfaceOp",
     "TextPart",
+    "ToolApproval",
+    "ToolApprovalRequest",
     "ToolCall",
     "ToolCallPart",
     "ToolError",

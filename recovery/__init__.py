@@ -7,9 +7,11 @@ results (the agent's and repair's) are defined here once.
 
 from ._codes import (
     ABORTED_BEFORE_DISPATCH,
+    APPROVAL_FAILED,
     CHECKPOINT_FAILED,
     INVALID_ARGUMENTS,
     OUTPUT_TOO_LARGE,
+    TOOL_DENIED,
     TOOL_ERROR,
     TOOL_FAILED,
     TOOL_NOT_STARTED,
@@ -17,13 +19,15 @@ from ._codes import (
     UNKNOWN_TOOL,
 )
 from ._diagnosis import DanglingCall, DanglingKind, Diagnosis, scan
-from ._repair import RepairReport, not_started_text, outcome_unknown_text, repair
+from ._repair import RepairReport, denied_text, not_started_text, outcome_unknown_text, repair
 
 __all__ = (
     "ABORTED_BEFORE_DISPATCH",
+    "APPROVAL_FAILED",
     "CHECKPOINT_FAILED",
     "INVALID_ARGUMENTS",
     "OUTPUT_TOO_LARGE",
+    "TOOL_DENIED",
     "TOOL_ERROR",
     "TOOL_FAILED",
     "TOOL_NOT_STARTED",
@@ -33,6 +37,7 @@ __all__ = (
     "DanglingKind",
     "Diagnosis",
     "RepairReport",
+    "denied_text",
     "not_started_text",
     "outcome_unknown_text",
     "repair",

@@ -25,7 +25,14 @@ __all__ = ("RECOVER",)
 
 #: What ``recover`` prints for each dangling state (``DanglingKind``, the timeline's names): the
 #: answer repair gives it, in the words this command has always printed.
-_ANSWER_WORD = {"completed": "recovered", "started": "outcome-unknown", "proposed": "not-started"}
+_ANSWER_WORD = {
+    "completed": "recovered",
+    "started": "outcome-unknown",
+    "proposed": "not-started",
+    "approved": "not-started",
+    "denied": "denied",
+    "awaiting approval": "awaiting-approval",
+}
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
