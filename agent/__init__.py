@@ -35,9 +35,13 @@ from recovery import (
     TOOL_ERROR,
     TOOL_FAILED,
     UNKNOWN_TOOL,
+    ApprovalConflictError,
+    ApprovalError,
+    ApprovalRecord,
+    PendingApproval,
 )
 
-from ._loop._agent import Agent, TurnOutcome
+from ._loop._agent import Agent, TurnOutcome, TurnOutcomeReason
 from ._loop._assembly import Assembler, Reply
 from ._loop._compaction import (
     AutoCompaction,
@@ -66,6 +70,7 @@ from ._loop._model import (
 from ._loop._retry import RetryPolicy
 from ._loop._scripted import Response, ScriptedModel
 from ._loop._tools import (
+    Approval,
     FunctionTool,
     Tool,
     ToolArgumentsError,
@@ -80,6 +85,10 @@ __all__ = (
     "Admission",
     "Agent",
     "AgentBusyError",
+    "ApprovalConflictError",
+    "ApprovalError",
+    "ApprovalRecord",
+    "PendingApproval",
     "AgentConfigError",
     "AutoCompaction",
     "CompactionError",
@@ -87,6 +96,7 @@ __all__ = (
     "OpenTurnError",
     "Summarizer",
     "TurnOutcome",
+    "TurnOutcomeReason",
     "compact",
     "compact_auto",
     "estimate_tokens",
@@ -103,6 +113,7 @@ __all__ = (
     "TOOL_ERROR",
     "TOOL_FAILED",
     "UNKNOWN_TOOL",
+    "Approval",
     "Assembler",
     "Chunk",
     "ExecutionReport",

@@ -36,6 +36,7 @@ from eventlog import (
     TurnEnd,
 )
 
+from ._approvals import recorded_event
 from ._codes import TOOL_DENIED, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from ._diagnosis import DanglingCall, Diagnosis, scan
 
@@ -137,11 +138,7 @@ async def _recorded(session: Session, dangling: Iterable[DanglingCall]) -> dict[
         seq = item.call.decided if item.kind == "denied" else item.call.outcome
         if item.kind not in ("completed", "denied") or seq is None:
             continue
-        if seq >= session.loaded_from:
-            found[seq] = session.event(seq).data
-        else:
-            async for event in session.read_events(seq, 1):
-                found[seq] = event.data
+        found[seq] = (await recorded_event(session, seq)).data
     return found
 
 

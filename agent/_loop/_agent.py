@@ -11,6 +11,11 @@ Turns end ``completed``, ``aborted`` (cancel), ``blocked`` (``max_steps`` reache
 (the model kept failing or replying empty, or the loop failed) or ``max-tokens`` (sticky for
 the turn). A concluding tool ends the turn unless steering arrived meanwhile.
 
+A step whose calls need a person's decision (``@tool(approval=...)``) asks for them durably and
+waits: the turn stays open, ``run_until_idle()`` returns its outcome ``awaiting approval``, and
+once :meth:`Agent.approve` / :meth:`Agent.deny` (or another process) decided every call, the next
+``run_until_idle()`` goes on with that step (docs/approvals.md).
+
 Cancellation of a running turn is a request, not a task cancel: the stream is abandoned at
 once, started tools are drained, unstarted ones are answered ``ABORTED_BEFORE_DISPATCH``, and
 the turn is closed normally, so a cancelled session never needs repair.
@@ -20,8 +25,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -42,44 +47,29 @@ from eventlog import (
 )
 from projections import inbox, request_header, timeline
 from projections.inbox import cancel_all, claim
-from recovery import RepairReport, repair
+from recovery import RepairReport, repair, scan
 
+from ._approvals import Approvals, continue_calls, run_calls
 from ._attachments import AttachmentCache
 from ._attempts import StepAttempts
 from ._compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from ._errors import AgentBusyError, OpenTurnError
-from ._execution import ToolExecutor
+from ._execution import ExecutionReport, ToolExecutor
 from ._inbox import Admission, prompt, submit
 from ._interrupt import Interrupter
 from ._model import Chunk, Model
 from ._options import agent_options, check_session
+from ._outcomes import StepKind, StepResult, TurnOutcome, TurnOutcomeReason
 from ._request import model_request
 from ._retry import RetryPolicy
 from ._tools import Body, Tool
 
-__all__ = ("Agent", "TurnOutcome", "StepKind")
+__all__ = ("Agent", "TurnOutcome", "TurnOutcomeReason", "StepKind")
 
 logger = logging.getLogger("agent")
 
-StepKind = Literal["tools", "stop", "max-tokens", "aborted", "error"]
 
-
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    """How a turn ended: its number, the reason written in ``turn/end``, its step count."""
-
-    turn: int
-    reason: TurnEndReason
-    steps: int
-
-
-@dataclass(frozen=True, slots=True)
-class _StepResult:
-    kind: StepKind
-    concluded: bool = False
-
-
-class Agent:
+class Agent(Approvals):
     """Runs turns on ``session`` with ``model`` and ``tools``.
 
     :param tools: :class:`Tool` s, or plain functions, each made a tool as :func:`tool` makes
@@ -162,6 +152,9 @@ class Agent:
     ) -> Agent:
         """Open ``session_id``, repair what a crash left open, and return its agent.
 
+        A step that asked for decisions is not repaired: it waits (or, every decision made,
+        :meth:`run_until_idle` goes on with it), and the report lists what :func:`scan` saw.
+
         Turn numbering continues after the last turn; a pending inbox stays pending. The
         ``system``, ``model_name`` and ``params`` in force (the last ``request/header`` values)
         are kept unless given in ``options``; a different value given is used, and the next
@@ -179,7 +172,10 @@ class Agent:
         toolbox = agent_options(model, tools, **{"store": store, **options}).toolbox
         session = await store.open(session_id, wait=wait)
         try:
-            report = await repair(session)
+            if timeline(session).approvals:
+                report = RepairReport(diagnosis=scan(session))
+            else:
+                report = await repair(session)
             header = request_header(session)
             kept = {"system": header.system, "model_name": header.model, "params": header.params}
             for name, value in kept.items():
@@ -268,16 +264,20 @@ class Agent:
     async def run_until_idle(self) -> list[TurnOutcome]:
         """Run turns while the inbox has input that wakes the agent.
 
-        Stops after a turn that was cancelled (pending input stays queued).
+        Stops after a turn that was cancelled (pending input stays queued), and at a step that
+        waits for decisions (outcome ``awaiting approval``); a waiting step whose decisions
+        are all made is gone on with first.
 
         :raises AgentBusyError: a turn is already running.
         :raises OpenTurnError: the session has a turn open (repair it, or use :meth:`resume`).
         """
         outcomes: list[TurnOutcome] = []
-        while inbox(self.session).wakes:
+        waiting = bool(timeline(self.session).approvals)
+        while waiting or inbox(self.session).wakes:
+            waiting = False
             outcome = await self.run_turn()
             outcomes.append(outcome)
-            if outcome.reason == "aborted":
+            if outcome.reason in ("aborted", "awaiting approval"):
                 break
         return outcomes
 
@@ -291,7 +291,9 @@ class Agent:
         wake = anyio.Event()
 
         def watch(event: Event) -> None:
-            if event.type == "agent/inbox/spliced" and any(i.wake for i in event.data.inserted):
+            if event.type == "tool/approval" or (
+                event.type == "agent/inbox/spliced" and any(i.wake for i in event.data.inserted)
+            ):
                 wake.set()
 
         unsubscribe = self.session.subscribe(watch)
@@ -299,14 +301,17 @@ class Agent:
         try:
             while True:
                 wake = anyio.Event()
-                if not inbox(self.session).wakes:
+                view = timeline(self.session)
+                if view.awaiting_approval or not (view.approvals or inbox(self.session).wakes):
                     await wake.wait()
                 await self.run_until_idle()
         finally:
             unsubscribe()
 
     async def run_turn(self) -> TurnOutcome:
-        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed).
+        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed), or
+        go on with the open turn whose step waited for decisions: outcome ``awaiting
+        approval`` (nothing done) while one is missing.
 
         If the loop itself fails (e.g. ``StoreWriteError`` at a checkpoint), the turn is closed
         ``error`` when nothing is left unanswered, and the error propagates. If the task
@@ -314,7 +319,8 @@ class Agent:
         leave it: repair it (or :meth:`resume`) before the next turn.
 
         :raises AgentBusyError: a turn is already running.
-        :raises OpenTurnError: the session has a turn open.
+        :raises OpenTurnError: the session has a turn open (and no step of it asked for
+            decisions).
         """
         if self._running:
             raise AgentBusyError(
@@ -322,6 +328,10 @@ class Agent:
                 session_id=self.session.id,
             )
         view = timeline(self.session)
+        if view.turn is not None and view.step is not None and view.approvals:
+            if view.awaiting_approval:
+                return TurnOutcome(view.turn.number, "awaiting approval", view.step.number)
+            return await self._guarded(view.turn.number, view.step.number)
         if view.turn is not None:
             raise OpenTurnError(
                 f"session {self.session.id!r}: turn {view.turn.number} (seq {view.turn.seq}) is "
@@ -330,31 +340,43 @@ class Agent:
                 seq=view.turn.seq,
                 hint="a crash left it open: use Agent.resume, or recovery.repair first",
             )
+        return await self._guarded(view.next_turn, None)
+
+    async def _guarded(self, turn: int, waited: int | None) -> TurnOutcome:
         self._running = True
         self._interrupter = Interrupter()
         try:
-            return await self._turn(view.next_turn)
+            return await self._turn(turn, waited)
         finally:
             self._running = False
             self._interrupter = None
 
     # -- the turn and its steps ----------------------------------------------------------------
 
-    async def _turn(self, turn: int) -> TurnOutcome:
+    async def _turn(self, turn: int, waited: int | None = None) -> TurnOutcome:
+        """Run turn ``turn``, or go on with it from step ``waited``, whose calls waited for
+        decisions (``max-tokens`` is then sticky from that step on)."""
         session = self.session
-        session.append("turn/start", TurnStart(turn=turn))
-        step, sticky_max_tokens = 0, False
+        if waited is None:
+            session.append("turn/start", TurnStart(turn=turn))
+        step, sticky_max_tokens = waited or 0, False
         reason: TurnEndReason = "completed"
         try:
             while True:
-                if self._cancelled:
-                    reason = "aborted"
-                    break
-                if step == self.max_steps:
-                    reason = "blocked"
-                    break
-                step += 1
-                result = await self._step(turn, step)
+                if waited is not None:
+                    result, waited = await self._continue_step(turn, step), None
+                else:
+                    if self._cancelled:
+                        reason = "aborted"
+                        break
+                    if step == self.max_steps:
+                        reason = "blocked"
+                        break
+                    step += 1
+                    result = await self._step(turn, step)
+                if result.kind == "awaiting approval":
+                    await session.flush()  # checkpoint: what ran meanwhile is durable
+                    return TurnOutcome(turn=turn, reason="awaiting approval", steps=step)
                 session.append("step/end", StepEnd(turn=turn, step=step))
                 sticky_max_tokens |= result.kind == "max-tokens"
                 ending = self._ending(result)
@@ -371,7 +393,7 @@ class Agent:
         await session.flush()  # checkpoint: step end and turn end in one write
         return TurnOutcome(turn=turn, reason=reason, steps=step)
 
-    def _ending(self, result: _StepResult) -> TurnEndReason | None:
+    def _ending(self, result: StepResult) -> TurnEndReason | None:
         """How the turn ends after a step, or ``None`` when another step follows."""
         if result.kind in ("aborted", "error"):
             return "aborted" if result.kind == "aborted" else "error"
@@ -399,7 +421,7 @@ class Agent:
         except EventLogError:
             logger.exception("agent: could not close turn %d of %r", turn, self.session.id)
 
-    async def _step(self, turn: int, step: int) -> _StepResult:
+    async def _step(self, turn: int, step: int) -> StepResult:
         session = self.session
         taken = claim(inbox(session), "next-turn" if step == 1 else "next-step")
         claimed = [session.append("agent/inbox/spliced", payload).seq for payload in taken.splices]
@@ -425,11 +447,21 @@ class Agent:
         )
         settled = await attempts.settle(request)
         if settled.kind != "reply":
-            return _StepResult(settled.kind)
+            return StepResult(settled.kind)
         if not settled.tool_calls:
-            return _StepResult("stop")
-        executor = ToolExecutor(
-            session,
+            return StepResult("stop")
+        executor = self._executor(turn, step)
+        report = await run_calls(executor, settled.tool_calls, settled.seq)
+        return self._after_tools(report)
+
+    async def _continue_step(self, turn: int, step: int) -> StepResult:
+        """Go on with step ``step``, whose calls waited for decisions (docs/approvals.md)."""
+        return self._after_tools(await continue_calls(self._executor(turn, step)))
+
+    def _executor(self, turn: int, step: int) -> ToolExecutor:
+        assert self._interrupter is not None
+        return ToolExecutor(
+            self.session,
             self.toolbox,
             turn=turn,
             step=step,
@@ -437,10 +469,15 @@ class Agent:
             max_parallel=self.max_parallel,
             attachments=self._attachments,
         )
-        report = await executor.run(settled.tool_calls, assistant_seq=settled.seq)
+
+    def _after_tools(self, report: ExecutionReport | None) -> StepResult:
+        if report is None:  # an approval policy raised: every call answered APPROVAL_FAILED
+            return StepResult("error")
         if report.aborted or self._cancelled:
-            return _StepResult("aborted")
-        return _StepResult("tools", concluded=report.concluded)
+            return StepResult("aborted")
+        if report.held:
+            return StepResult("awaiting approval")
+        return StepResult("tools", concluded=report.concluded)
 
     def _show(self, chunk: Chunk) -> None:
         for callback in tuple(self._live):
