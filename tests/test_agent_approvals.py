@@ -17,6 +17,7 @@ from agent import (
     Agent,
     ApprovalConflictError,
     ApprovalError,
+    FunctionTool,
     Response,
     ScriptedModel,
     tool,
@@ -36,7 +37,7 @@ class Ran:
         self.calls: list[str] = []
 
 
-def _tools(ran: Ran) -> list[object]:
+def _tools(ran: Ran) -> list[FunctionTool]:
     @tool(approval=True, safe=True)
     def delete(path: str) -> str:
         """Delete a file."""
