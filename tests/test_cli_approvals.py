@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -136,3 +137,50 @@ async def test_a_live_agent_holding_the_session_refuses_the_command(tmp_path: Pa
     assert refused.returncode == 2
     assert "held by a live agent" in refused.stderr
     assert "approve through that agent" in refused.stderr
+
+
+def test_the_web_page_and_the_trace_show_each_approval(tmp_path: Path) -> None:
+    from opentelemetry.trace import StatusCode
+    from starlette.testclient import TestClient
+
+    from agent.otel import session_spans
+    from agent.web import create_app
+
+    db = tmp_path / "shown.db"
+    pending = anyio.run(_waiting, db, "pending")
+    denied = anyio.run(_waiting, db, "denied")
+    assert cli("deny", "denied", denied, "--by", "bo", "--reason", "prod", db=db).returncode == 0
+    assert anyio.run(_go_on, db, "denied") == ["completed"]
+
+    # The page: the decision, who, and the seqs; a waiting call says since when.
+    with TestClient(create_app(url_of(db)), base_url="http://localhost") as client:
+        page = client.get("/s/denied").text
+        assert 'data-decision="deny"' in page and "denied by bo at" in page and ": prod" in page
+        assert "requested=" in page and "decided=" in page
+        waiting = client.get("/s/pending").text
+        assert 'data-decision="pending"' in waiting and "awaiting a decision since" in waiting
+        listed = client.get("/", params={"state": "awaiting approval"}).text
+        assert "/s/pending" in listed and "/s/denied" not in listed
+
+    async def spans(session_id: str) -> dict[str, dict[str, Any]]:
+        async with open_store(url_of(db)) as store:
+            session = await store.open(session_id, salvage=True)
+            found: dict[str, dict[str, Any]] = {
+                s.name: {**dict(s.attributes or {}), "status": s.status.status_code}
+                for s in session_spans(session)
+            }
+            await session.aclose()
+            return found
+
+    # The trace: an await_approval span from question to decision, the decision on the call's
+    # span, which is not an error (a person's decision is not a failure).
+    traced = anyio.run(spans, "denied")
+    asked = traced["await_approval drop_table"]
+    assert (asked["eventlog.approval.decision"], asked["eventlog.approval.by"]) == ("deny", "bo")
+    assert asked["eventlog.seqs.requested"] < asked["eventlog.seqs.decided"]
+    tool_span = traced["execute_tool drop_table"]
+    assert tool_span["eventlog.fate"] == "denied" and tool_span["status"] != StatusCode.ERROR
+    assert tool_span["eventlog.approval.by"] == "bo"
+    still = anyio.run(spans, "pending")["await_approval drop_table"]
+    assert still["eventlog.open"] is True and "eventlog.approval.decision" not in still
+    assert pending
