@@ -85,9 +85,12 @@ class Timeline:
 
     @property
     def approvals(self) -> tuple[ToolCallState, ...]:
-        """The open step's calls that needed a decision (decided or not), in the model's
-        order: a step holding any is continued by the agent, not repaired on resume."""
-        return tuple(c for c in self.dangling if c.requested is not None)
+        """The open step's calls that asked for a decision (decided, answered or not), in the
+        model's order: a step holding any is continued by the agent, not repaired on
+        resume."""
+        calls = [c for c in self.open_calls if c.requested is not None and c.index is not None]
+        calls.sort(key=lambda c: (c.proposed, c.index))
+        return tuple(calls)
 
     @property
     def dangling(self) -> tuple[ToolCallState, ...]:
