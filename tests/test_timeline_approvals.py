@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from eventlog import (
+    ApprovalDecision,
     Session,
     StepStart,
     ToolApproval,
@@ -29,8 +30,8 @@ def ask(session: Session, call_id: str) -> int:
     return session.append("tool/approval-request", request).seq
 
 
-def decide(session: Session, call_id: str, decision: str) -> int:
-    payload = ToolApproval(turn=1, step=1, call_id=call_id, decision=decision, by="ana")  # type: ignore[arg-type]
+def decide(session: Session, call_id: str, decision: ApprovalDecision) -> int:
+    payload = ToolApproval(turn=1, step=1, call_id=call_id, decision=decision, by="ana")
     return session.append("tool/approval", payload).seq
 
 
