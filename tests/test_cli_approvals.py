@@ -76,6 +76,10 @@ def test_approvals_lists_audits_and_decides_across_sessions(tmp_path: Path) -> N
     recover = json.loads(run_main("recover", "alpha", "--json", db=db).stdout)
     assert recover["needs_repair"] is False
     assert recover["dangling"][0]["kind"] == "awaiting-approval"
+    assert [c["call_id"] for c in recover["awaiting_approval"]] == [first]
+    told = run_main("recover", "alpha", db=db)
+    assert told.returncode == 0
+    assert "awaiting approval: 1 call waiting for a decision" in told.stdout
 
     # Decide from another process (the command), each way.
     approved = cli("approve", "alpha", first, "--by", "ana", "--reason", "backed up", db=db)
