@@ -24,8 +24,11 @@ from agent import (
 )
 from eventlog import Session, Store, ValidationError, open_store
 from projections import timeline
-from recovery import repair, scan
+from recovery import decide, repair, scan
 from recovery.testing import check_invariants
+from tests.three_stores import Opener, stores
+
+__all__ = ("stores",)  # the fixture, used by name
 
 pytestmark = pytest.mark.anyio
 
@@ -343,3 +346,36 @@ async def test_an_approval_predicate_that_raises_ends_the_turn_error(store: Stor
     assert "tool/approval-request" not in _types(session)
     assert scan(session).clean
     check_invariants(session)
+
+
+async def test_on_every_store_a_decision_from_another_handle_lets_the_run_go_on(
+    stores: Opener,
+) -> None:
+    ran = Ran()
+    model = ScriptedModel(
+        [
+            Response(tool_calls=[("delete", '{"path": "p"}'), ("read", '{"path": "q"}')]),
+            Response(text="Done."),
+        ]
+    )
+    # The agent asks and waits; its process goes away (the store closed).
+    async with stores() as store:
+        agent = Agent(await store.create(session_id="every"), model, _tools(ran))
+        agent.followup("delete p, read q")
+        assert await _run(agent) == ["awaiting approval"]
+        (pending,) = await agent.pending_approvals()
+        await agent.session.aclose()
+    # Someone else denies it through their own handle on the same data.
+    async with stores() as store:
+        other = await store.open("every")
+        record = await decide(other, pending.call_id, "deny", by="ops", reason="no")
+        assert record.requested == pending.seq
+        await other.aclose()
+    # The agent comes back and goes on: the free call's result, then the denial, in order.
+    async with stores() as store:
+        resumed = await Agent.resume(store, "every", model, _tools(ran))
+        assert await _run(resumed) == ["completed"]
+        assert ran.calls == ["read q"]
+        assert [code for _id, code, _text in _results(resumed.session)] == [TOOL_DENIED, None]
+        check_invariants(resumed.session)
+        await resumed.session.aclose()
