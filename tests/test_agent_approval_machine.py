@@ -204,6 +204,4 @@ class ApprovalMachine(RuleBasedStateMachine):
 
 
 TestApprovalMachine = ApprovalMachine.TestCase
-TestApprovalMachine.settings = settings(
-    TestApprovalMachine.settings, stateful_step_count=10, max_examples=25, deadline=None
-)
+TestApprovalMachine.settings = settings(TestApprovalMachine.settings, stateful_step_count=10)
