@@ -27,15 +27,21 @@ After a crash, ``await Agent.resume(store, "demo", model, [read_file])`` repairs
 # agent re-exports the ones its executor writes, where its users have always found them.
 from recovery import (
     ABORTED_BEFORE_DISPATCH,
+    APPROVAL_FAILED,
     CHECKPOINT_FAILED,
     INVALID_ARGUMENTS,
     OUTPUT_TOO_LARGE,
+    TOOL_DENIED,
     TOOL_ERROR,
     TOOL_FAILED,
     UNKNOWN_TOOL,
+    ApprovalConflictError,
+    ApprovalError,
+    ApprovalRecord,
+    PendingApproval,
 )
 
-from ._loop._agent import Agent, TurnOutcome
+from ._loop._agent import Agent, TurnOutcome, TurnOutcomeReason
 from ._loop._assembly import Assembler, Reply
 from ._loop._compaction import (
     AutoCompaction,
@@ -65,6 +71,7 @@ from ._loop._model import (
 from ._loop._retry import RetryPolicy
 from ._loop._scripted import Response, ScriptedModel
 from ._loop._tools import (
+    Approval,
     FunctionTool,
     Tool,
     ToolArgumentsError,
@@ -79,6 +86,10 @@ __all__ = (
     "Admission",
     "Agent",
     "AgentBusyError",
+    "ApprovalConflictError",
+    "ApprovalError",
+    "ApprovalRecord",
+    "PendingApproval",
     "AgentConfigError",
     "AutoCompaction",
     "CompactionError",
@@ -86,6 +97,7 @@ __all__ = (
     "OpenTurnError",
     "Summarizer",
     "TurnOutcome",
+    "TurnOutcomeReason",
     "compact",
     "compact_auto",
     "estimate_tokens",
@@ -94,12 +106,15 @@ __all__ = (
     "prompt",
     "submit",
     "ABORTED_BEFORE_DISPATCH",
+    "APPROVAL_FAILED",
     "CHECKPOINT_FAILED",
     "INVALID_ARGUMENTS",
     "OUTPUT_TOO_LARGE",
+    "TOOL_DENIED",
     "TOOL_ERROR",
     "TOOL_FAILED",
     "UNKNOWN_TOOL",
+    "Approval",
     "Assembler",
     "Block",
     "Chunk",

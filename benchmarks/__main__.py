@@ -3,7 +3,8 @@
 Suites: ``core`` (commit throughput), ``projections``, ``recovery``, ``sqlite``, ``postgres``,
 ``peers``, ``content`` (open with attachments), ``langgraph`` (EventlogSaver against SqliteSaver),
 ``langgraph-resume`` and ``openai_agents-resume`` (one long thread or session reopened, before
-and now),
+and now), ``approvals`` (an approval round trip against a plain call; ``approvals --pending``
+over many sessions),
 ``audit`` (show and serve on long sessions), ``open`` (open against history length, from
 snapshots), ``models`` (provider adapters over a loopback server), ``openai_agents``
 (EventlogSession against the SDK's SQLiteSession), ``many`` (N concurrent sessions flushing at
@@ -37,6 +38,7 @@ SUITES = {
     "openai_agents-resume": "benchmarks.openai_agents_bench:resume",
     "open": "benchmarks.open_bench",
     "many": "benchmarks.many_bench",
+    "approvals": "benchmarks.approvals_bench",
 }
 DEFAULT = (
     "core",

@@ -51,6 +51,7 @@ from ._snapshot_state import CachedState, SnapshotState
 from ._strict import DEFAULT_MAX_NESTING, find_invalid
 from ._surface import SurfaceIndex, fold_surface
 from ._vocabulary import (
+    ApprovalDecision,
     AssistantAttempt,
     AssistantMessage,
     CompactionEnd,
@@ -67,6 +68,8 @@ from ._vocabulary import (
     SessionForked,
     StepEnd,
     StepStart,
+    ToolApproval,
+    ToolApprovalRequest,
     ToolCall,
     ToolError,
     ToolOutcome,
@@ -86,6 +89,7 @@ __all__ = (
     "DEFAULT_MAX_NESTING",
     "Append",
     "AssistantAttempt",
+    "ApprovalDecision",
     "AssistantMessage",
     "AttachmentNotFoundError",
     "BacklogFullError",
@@ -138,6 +142,8 @@ __all__ = (
     "SurfaceIndex",
     "SurfaceOp",
     "TextPart",
+    "ToolApproval",
+    "ToolApprovalRequest",
     "ToolCall",
     "ToolCallPart",
     "ToolError",

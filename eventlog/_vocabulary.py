@@ -31,6 +31,9 @@ __all__ = (
     "SessionForked",
     "StepEnd",
     "StepStart",
+    "ApprovalDecision",
+    "ToolApproval",
+    "ToolApprovalRequest",
     "ToolCall",
     "ToolError",
     "ToolOutcome",
@@ -46,6 +49,7 @@ __all__ = (
 TurnEndReason = Literal["completed", "aborted", "blocked", "error", "max-tokens", "interrupted"]
 FinishReason = Literal["stop", "tool-calls", "max-tokens", "error", "canceled"]
 InboxTarget = Literal["next-turn", "next-step"]
+ApprovalDecision = Literal["approve", "deny"]
 
 
 class _Payload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=False, gc=False):
@@ -128,6 +132,31 @@ class ToolCall(_Payload, frozen=True, kw_only=True):
     call_id: str
     name: str
     arguments: str
+
+
+class ToolApprovalRequest(_Payload, frozen=True, kw_only=True):
+    """A proposed call waits for a person's decision before it may run. Logged (and flushed)
+    before the step's other calls start; ``reason`` is what the tool's approval policy said."""
+
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: str
+    reason: str = ""
+
+
+class ToolApproval(_Payload, frozen=True, kw_only=True):
+    """The decision on one requested call (``turn``, ``step`` and ``call_id`` name it):
+    ``approve`` lets it run, ``deny`` answers it ``TOOL_DENIED`` without running it. ``by``
+    names who decided. At most one per call."""
+
+    turn: int
+    step: int
+    call_id: str
+    decision: ApprovalDecision
+    by: str
+    reason: str | None = None
 
 
 class ToolError(_Payload, frozen=True, kw_only=True):
@@ -267,6 +296,8 @@ CORE_TYPES: dict[str, type[msgspec.Struct]] = {
     "assistant/message": AssistantMessage,
     "assistant/attempt": AssistantAttempt,
     "tool/call": ToolCall,
+    "tool/approval-request": ToolApprovalRequest,
+    "tool/approval": ToolApproval,
     "tool/outcome": ToolOutcome,
     "tool/result": ToolResult,
     "request/header": RequestHeader,

@@ -28,6 +28,13 @@ CHECKPOINT_FAILED = "CHECKPOINT_FAILED"
 #: The tool's output was over the session's per-event limit and was dropped.
 OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
 
+#: A person denied the call (``tool/approval`` with ``deny``): it did not run. Written by the
+#: agent, and by repair for a denied call a crash left unanswered.
+TOOL_DENIED = "TOOL_DENIED"
+#: The tool's approval policy raised while the step's calls were being classified: no call
+#: of the step ran, and the turn ended ``error``.
+APPROVAL_FAILED = "APPROVAL_FAILED"
+
 # -- written by recovery -----------------------------------------------------------------------
 
 #: A call whose ``tool/call`` was logged but whose outcome was not: it may have run.

@@ -21,8 +21,12 @@ __all__ = ("DanglingCall", "DanglingKind", "Diagnosis", "scan", "classify")
 #: so a state has one name in the timeline and here. It decides how repair answers the call:
 #: ``completed`` (its ``tool/outcome`` was logged) with the recorded result, ``started`` (its
 #: ``tool/call`` was logged: the body may have run) as ``TOOL_OUTCOME_UNKNOWN``, ``proposed``
-#: (no ``tool/call``: it never ran) as ``TOOL_NOT_STARTED``.
-DanglingKind = Literal["proposed", "started", "completed"]
+#: and ``approved`` (no ``tool/call``: it never ran) as ``TOOL_NOT_STARTED``, ``denied`` as
+#: ``TOOL_DENIED``. A step holding an ``awaiting approval`` call waits for a person: repair
+#: leaves it as it is.
+DanglingKind = Literal[
+    "proposed", "awaiting approval", "approved", "denied", "started", "completed"
+]
 
 
 class DanglingCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,7 +35,8 @@ class DanglingCall(msgspec.Struct, frozen=True, kw_only=True):
     :ivar call: the call's timeline state.
     :ivar kind: the state it reached (``call.status``), which decides how repair answers it.
     :ivar proof: the seqs that prove the class: the proposing ``assistant/message``, then the
-        ``tool/call`` and the ``tool/outcome`` when logged.
+        ``tool/approval-request``, the ``tool/approval``, the ``tool/call`` and the
+        ``tool/outcome`` when logged.
     """
 
     call: ToolCallState
@@ -53,6 +58,9 @@ class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
         repaired (the model moved on, so an answer now would land in the wrong place). With
         ``dangling`` they make up :attr:`~projections.Timeline.unanswered`.
     :ivar findings: integrity findings: events that break seq order, numbering or pairing.
+    :ivar awaiting_approval: the open step's calls that wait for a person's decision
+        (:attr:`~projections.Timeline.awaiting_approval`). While there are any, the session is
+        waiting, not broken: it does not need repair, and repair appends nothing.
     """
 
     session_id: str
@@ -62,16 +70,25 @@ class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
     dangling: tuple[DanglingCall, ...] = ()
     unanswered_in_closed_steps: tuple[ToolCallState, ...] = ()
     findings: tuple[Finding, ...] = ()
+    awaiting_approval: tuple[ToolCallState, ...] = ()
 
     @property
     def needs_repair(self) -> bool:
-        """True when :func:`~recovery.repair` would append closers."""
-        return self.open_turn is not None or self.open_step is not None
+        """True when :func:`~recovery.repair` would append closers: a turn or step is open and
+        no call of it waits for a decision."""
+        is_open = self.open_turn is not None or self.open_step is not None
+        return is_open and not self.awaiting_approval
 
     @property
     def clean(self) -> bool:
-        """True when nothing is open, left unanswered in a closed step, or suspicious."""
-        return not (self.needs_repair or self.unanswered_in_closed_steps or self.findings)
+        """True when nothing is open, waiting for a decision, left unanswered in a closed
+        step, or suspicious."""
+        return not (
+            self.needs_repair
+            or self.awaiting_approval
+            or self.unanswered_in_closed_steps
+            or self.findings
+        )
 
 
 def classify(call: ToolCallState) -> DanglingCall:
@@ -82,7 +99,8 @@ def classify(call: ToolCallState) -> DanglingCall:
     kind = call.status
     if kind == "resulted":
         raise ValueError(f"call {call.call_id!r} was answered at seq {call.result}")
-    proof = tuple(s for s in (call.proposed, call.call, call.outcome) if s is not None)
+    seqs = (call.proposed, call.requested, call.decided, call.call, call.outcome)
+    proof = tuple(s for s in seqs if s is not None)
     return DanglingCall(call=call, kind=kind, proof=proof)
 
 
@@ -103,4 +121,5 @@ def scan(session: Session) -> Diagnosis:
         dangling=tuple(classify(call) for call in dangling),
         unanswered_in_closed_steps=tuple(c for c in view.unanswered if c.key not in open_keys),
         findings=view.findings,
+        awaiting_approval=view.awaiting_approval,
     )

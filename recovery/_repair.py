@@ -4,11 +4,14 @@ In order, continuing the seq and reusing the last event's time (so a repair is d
 
 1. one ``tool/result`` per dangling call of the open step, in the order the model proposed them:
    the recorded result when a ``tool/outcome`` was logged (marked as written by recovery),
-   ``TOOL_OUTCOME_UNKNOWN`` when only the ``tool/call`` was, ``TOOL_NOT_STARTED`` otherwise;
+   ``TOOL_OUTCOME_UNKNOWN`` when only the ``tool/call`` was, ``TOOL_DENIED`` for a call a
+   person denied (it never runs), ``TOOL_NOT_STARTED`` otherwise;
 2. ``step/end`` for the open step;
 3. ``turn/end {reason: interrupted}`` for the open turn.
 
 Calls left unanswered in closed steps are reported by :func:`~recovery.scan`, never answered.
+A step with a call awaiting a person's decision is waiting, not broken: repair appends nothing
+(``Diagnosis.needs_repair`` is false), and the decision, when it comes, lets the agent go on.
 A second repair finds nothing open and appends nothing.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from time import time_ns
+from typing import Any
 
 import msgspec
 
@@ -32,11 +36,13 @@ from eventlog import (
     TurnEnd,
 )
 
-from ._codes import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from ._approvals import recorded_event
+from ._codes import TOOL_DENIED, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from ._diagnosis import DanglingCall, Diagnosis, scan
 
 __all__ = (
     "RepairReport",
+    "denied_text",
     "not_started_text",
     "outcome_unknown_text",
     "repair",
@@ -60,6 +66,15 @@ def not_started_text(name: str, call_id: str) -> str:
     return (
         f"The tool call {name} (id {call_id}) never started: the process stopped before it "
         "ran, so it had no effect. It is safe to retry it if it is still needed."
+    )
+
+
+def denied_text(name: str, call_id: str, reason: str | None) -> str:
+    """What the model is told about a call a person denied."""
+    why = f": {reason}" if reason else ""
+    return (
+        f"The tool call {name} (id {call_id}) was denied by the person asked to approve it"
+        f"{why}. It did not run."
     )
 
 
@@ -97,9 +112,9 @@ async def repair(session: Session) -> RepairReport:
     if diagnosis.needs_repair:
         session.raise_if_fenced()
         time = session.window().event(session.head).time
-        outcomes = await _outcomes(session, diagnosis.dangling)
+        recorded = await _recorded(session, diagnosis.dangling)
         for dangling in diagnosis.dangling:
-            data, sources = _answer(session, dangling, outcomes)
+            data, sources = _answer(session, dangling, recorded)
             event = session.append("tool/result", data, surface=APPEND, sources=sources, time=time)
             appended.append(event.seq)
         step = diagnosis.open_step
@@ -114,30 +129,27 @@ async def repair(session: Session) -> RepairReport:
     return RepairReport(diagnosis=diagnosis, appended=tuple(appended), ran_at=ran_at)
 
 
-async def _outcomes(session: Session, dangling: Iterable[DanglingCall]) -> dict[int, ToolOutcome]:
-    """The ``tool/outcome`` payloads the recovered calls cite, by seq: from memory, or read
-    from the store when the session was opened from a snapshot taken after them."""
-    found: dict[int, ToolOutcome] = {}
+async def _recorded(session: Session, dangling: Iterable[DanglingCall]) -> dict[int, Any]:
+    """The payloads the recovered calls cite (``tool/outcome`` s, and the ``tool/approval`` of
+    a denied call, for its reason), by seq: from memory, or read from the store when the
+    session was opened from a snapshot taken after them."""
+    found: dict[int, Any] = {}
     for item in dangling:
-        seq = item.call.outcome
-        if item.kind != "completed" or seq is None:
+        seq = item.call.decided if item.kind == "denied" else item.call.outcome
+        if item.kind not in ("completed", "denied") or seq is None:
             continue
-        if seq >= session.loaded_from:
-            found[seq] = session.window().event(seq).data
-        else:
-            async for event in session.read_events(seq, 1):
-                found[seq] = event.data
+        found[seq] = (await recorded_event(session, seq)).data
     return found
 
 
 def _answer(
-    session: Session, dangling: DanglingCall, outcomes: dict[int, ToolOutcome]
+    session: Session, dangling: DanglingCall, recorded: dict[int, Any]
 ) -> tuple[ToolResult, tuple[int, ...]]:
     """The ``tool/result`` answering one dangling call, and the seqs it cites."""
     call = dangling.call
     if dangling.kind == "completed":
         assert call.outcome is not None
-        outcome: ToolOutcome = outcomes[call.outcome]
+        outcome: ToolOutcome = recorded[call.outcome]
         sources = tuple(s for s in (call.call, call.outcome) if s is not None)
         message = _recovered_message(outcome, call.call_id)
         data = ToolResult(turn=call.turn, step=call.step, message=message, error=outcome.error)
@@ -147,6 +159,11 @@ def _answer(
         text = outcome_unknown_text(call.name, call.call_id)
         error = ToolError(name="ToolOutcomeUnknownError", code=TOOL_OUTCOME_UNKNOWN)
         sources = (call.call,)
+    elif dangling.kind == "denied":
+        assert call.decided is not None
+        text = denied_text(call.name, call.call_id, recorded[call.decided].reason)
+        error = ToolError(name="ToolDeniedError", code=TOOL_DENIED)
+        sources = (call.decided,)
     else:
         assert call.proposed is not None
         text = not_started_text(call.name, call.call_id)

@@ -230,8 +230,17 @@ def test_audit_classes_every_call_with_proving_seqs(db: Path) -> None:
         "outcome",
         "error",
         "seqs",
+        "approval",
     }
-    assert set(sample["seqs"]) == {"proposed", "call", "outcome", "result"}
+    assert sample["approval"] is None  # no call of this run asked for a decision
+    assert set(sample["seqs"]) == {
+        "proposed",
+        "requested",
+        "decided",
+        "call",
+        "outcome",
+        "result",
+    }
 
 
 def test_audit_table_and_integrity_line(db: Path) -> None:

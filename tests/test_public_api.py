@@ -205,7 +205,7 @@ def test_tool_error_codes_are_defined_once() -> None:
     from recovery import _codes
 
     codes = {name for name in vars(_codes) if name.isupper()}
-    assert len(codes) == 9
+    assert len(codes) == 11
     assert codes <= set(recovery.__all__)
     assert all(getattr(recovery, name) == name for name in codes)  # a code reads as its name
     assert {name for name in codes if hasattr(agent, name)} == codes - {

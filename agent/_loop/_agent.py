@@ -13,6 +13,11 @@ failed, or the loop failed) or ``max-tokens`` (sticky for the turn). A concludin
 turn unless steering arrived meanwhile; a step with no calls to run ends it unless steering
 arrived or the ``should_continue`` hook asks for another step (:mod:`agent._loop._hooks`).
 
+A step whose calls need a person's decision (``@tool(approval=...)``) asks for them durably and
+waits: the turn stays open, ``run_until_idle()`` returns its outcome ``awaiting approval``, and
+once :meth:`Agent.approve` / :meth:`Agent.deny` (or another process) decided every call, the next
+``run_until_idle()`` goes on with that step (docs/approvals.md).
+
 Cancellation of a running turn is a request, not a task cancel: the stream is abandoned at
 once, started tools are drained, unstarted ones are answered ``ABORTED_BEFORE_DISPATCH``, and
 the turn is closed normally, so a cancelled session never needs repair.
@@ -22,9 +27,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -42,47 +47,31 @@ from eventlog import (
 )
 from projections import inbox, request_header, timeline
 from projections.inbox import cancel_all
-from recovery import RepairReport, repair
+from recovery import RepairReport, repair, scan
 
+from ._approvals import Approvals, continue_calls, run_calls
 from ._attachments import AttachmentCache
 from ._attempts import StepAttempts
 from ._boundaries import ask_continue, open_step
 from ._compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from ._errors import AgentBusyError, OpenTurnError
-from ._execution import ToolExecutor
+from ._execution import ExecutionReport, ToolExecutor
 from ._hooks import BeforeStep, ShouldContinue, StepSettings
 from ._inbox import Admission, prompt, submit
 from ._interrupt import Interrupter
 from ._model import Chunk, Model
 from ._options import agent_options, check_session
+from ._outcomes import StepKind, StepResult, TurnOutcome, TurnOutcomeReason
 from ._request import model_request
 from ._retry import RetryPolicy
-from ._tools import Body, Tool
+from ._tools import Body, Tool, Toolbox
 
-__all__ = ("Agent", "TurnOutcome", "StepKind")
+__all__ = ("Agent", "TurnOutcome", "TurnOutcomeReason", "StepKind")
 
 logger = logging.getLogger("agent")
 
-StepKind = Literal["tools", "stop", "max-tokens", "aborted", "error", "blocked", "continue"]
 
-
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    """How a turn ended: its number, the reason written in ``turn/end``, its step count."""
-
-    turn: int
-    reason: TurnEndReason
-    steps: int
-
-
-@dataclass(frozen=True, slots=True)
-class _StepResult:
-    kind: StepKind
-    concluded: bool = False
-    reply_seq: int | None = None  # the assistant/message of a step with no calls to run
-
-
-class Agent:
+class Agent(Approvals):
     """Runs turns on ``session`` with ``model`` and ``tools``.
 
     :param tools: :class:`Tool` s, or plain functions, each made a tool as :func:`tool` makes
@@ -161,6 +150,9 @@ class Agent:
         self._live: list[Callable[[Chunk], None]] = []
         self._running = False
         self._interrupter: Interrupter | None = None
+        # The tools the latest step's request declared (a before_step plan may have set them),
+        # which its calls run against, also when the step goes on after decisions.
+        self._step_tools: dict[tuple[int, int], Toolbox] = {}
 
     @classmethod
     async def resume(
@@ -174,6 +166,9 @@ class Agent:
         **options: Any,
     ) -> Agent:
         """Open ``session_id``, repair what a crash left open, and return its agent.
+
+        A step that asked for decisions is not repaired: it waits (or, every decision made,
+        :meth:`run_until_idle` goes on with it), and the report lists what :func:`scan` saw.
 
         Turn numbering continues after the last turn; a pending inbox stays pending. The
         ``system``, ``model_name`` and ``params`` in force (the last ``request/header`` values)
@@ -192,7 +187,10 @@ class Agent:
         toolbox = agent_options(model, tools, **{"store": store, **options}).toolbox
         session = await store.open(session_id, wait=wait)
         try:
-            report = await repair(session)
+            if timeline(session).approvals:
+                report = RepairReport(diagnosis=scan(session))
+            else:
+                report = await repair(session)
             header = request_header(session)
             kept = {"system": header.system, "model_name": header.model, "params": header.params}
             for name, value in kept.items():
@@ -281,16 +279,20 @@ class Agent:
     async def run_until_idle(self) -> list[TurnOutcome]:
         """Run turns while the inbox has input that wakes the agent.
 
-        Stops after a turn that was cancelled (pending input stays queued).
+        Stops after a turn that was cancelled (pending input stays queued), and at a step that
+        waits for decisions (outcome ``awaiting approval``); a waiting step whose decisions
+        are all made is gone on with first.
 
         :raises AgentBusyError: a turn is already running.
         :raises OpenTurnError: the session has a turn open (repair it, or use :meth:`resume`).
         """
         outcomes: list[TurnOutcome] = []
-        while inbox(self.session).wakes:
+        waiting = bool(timeline(self.session).approvals)
+        while waiting or inbox(self.session).wakes:
+            waiting = False
             outcome = await self.run_turn()
             outcomes.append(outcome)
-            if outcome.reason == "aborted":
+            if outcome.reason in ("aborted", "awaiting approval"):
                 break
         return outcomes
 
@@ -304,7 +306,9 @@ class Agent:
         wake = anyio.Event()
 
         def watch(event: Event) -> None:
-            if event.type == "agent/inbox/spliced" and any(i.wake for i in event.data.inserted):
+            if event.type == "tool/approval" or (
+                event.type == "agent/inbox/spliced" and any(i.wake for i in event.data.inserted)
+            ):
                 wake.set()
 
         unsubscribe = self.session.subscribe(watch)
@@ -312,14 +316,17 @@ class Agent:
         try:
             while True:
                 wake = anyio.Event()
-                if not inbox(self.session).wakes:
+                view = timeline(self.session)
+                if view.awaiting_approval or not (view.approvals or inbox(self.session).wakes):
                     await wake.wait()
                 await self.run_until_idle()
         finally:
             unsubscribe()
 
     async def run_turn(self) -> TurnOutcome:
-        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed).
+        """Run one turn with what the inbox holds (a turn with an empty inbox is allowed), or
+        go on with the open turn whose step waited for decisions: outcome ``awaiting
+        approval`` (nothing done) while one is missing.
 
         If the loop itself fails (e.g. ``StoreWriteError`` at a checkpoint), the turn is closed
         ``error`` when nothing is left unanswered, and the error propagates. If the task
@@ -327,7 +334,8 @@ class Agent:
         leave it: repair it (or :meth:`resume`) before the next turn.
 
         :raises AgentBusyError: a turn is already running.
-        :raises OpenTurnError: the session has a turn open.
+        :raises OpenTurnError: the session has a turn open (and no step of it asked for
+            decisions).
         """
         if self._running:
             raise AgentBusyError(
@@ -335,6 +343,10 @@ class Agent:
                 session_id=self.session.id,
             )
         view = timeline(self.session)
+        if view.turn is not None and view.step is not None and view.approvals:
+            if view.awaiting_approval:
+                return TurnOutcome(view.turn.number, "awaiting approval", view.step.number)
+            return await self._guarded(view.turn.number, view.step.number)
         if view.turn is not None:
             raise OpenTurnError(
                 f"session {self.session.id!r}: turn {view.turn.number} (seq {view.turn.seq}) is "
@@ -343,37 +355,49 @@ class Agent:
                 seq=view.turn.seq,
                 hint="a crash left it open: use Agent.resume, or recovery.repair first",
             )
+        return await self._guarded(view.next_turn, None)
+
+    async def _guarded(self, turn: int, waited: int | None) -> TurnOutcome:
         self._running = True
         self._interrupter = Interrupter()
         try:
-            return await self._turn(view.next_turn)
+            return await self._turn(turn, waited)
         finally:
             self._running = False
             self._interrupter = None
 
     # -- the turn and its steps ----------------------------------------------------------------
 
-    async def _turn(self, turn: int) -> TurnOutcome:
+    async def _turn(self, turn: int, waited: int | None = None) -> TurnOutcome:
+        """Run turn ``turn``, or go on with it from step ``waited``, whose calls waited for
+        decisions (``max-tokens`` is then sticky from that step on)."""
         session = self.session
-        session.append("turn/start", TurnStart(turn=turn))
-        step, sticky_max_tokens = 0, False
+        if waited is None:
+            session.append("turn/start", TurnStart(turn=turn))
+        step, sticky_max_tokens = waited or 0, False
         reason: TurnEndReason = "completed"
         try:
             while True:
-                if self._cancelled:
-                    reason = "aborted"
-                    break
-                if step == self.max_steps:
-                    reason = "blocked"
-                    break
-                step += 1
-                result = await self._step(turn, step)
+                if waited is not None:
+                    result, waited = await self._continue_step(turn, step), None
+                else:
+                    if self._cancelled:
+                        reason = "aborted"
+                        break
+                    if step == self.max_steps:
+                        reason = "blocked"
+                        break
+                    step += 1
+                    result = await self._step(turn, step)
+                if result.kind == "awaiting approval":
+                    await session.flush()  # checkpoint: what ran meanwhile is durable
+                    return TurnOutcome(turn=turn, reason="awaiting approval", steps=step)
                 sticky_max_tokens |= result.kind == "max-tokens"
                 if self._may_continue(result):
                     asked = await ask_continue(
                         session, turn, step, self._settings(), self._hooks, result.reply_seq
                     )
-                    result = result if asked == "stop" else _StepResult(asked)
+                    result = result if asked == "stop" else StepResult(asked)
                 session.append("step/end", StepEnd(turn=turn, step=step))
                 ending = self._ending(result)
                 if ending is not None:
@@ -389,7 +413,7 @@ class Agent:
         await session.flush()  # checkpoint: step end and turn end in one write
         return TurnOutcome(turn=turn, reason=reason, steps=step)
 
-    def _may_continue(self, result: _StepResult) -> bool:
+    def _may_continue(self, result: StepResult) -> bool:
         """Whether ``should_continue`` is asked after this step: it ended with no calls to
         run, the turn is not cancelled, and no waking input is queued for a next step."""
         return (
@@ -399,7 +423,7 @@ class Agent:
             and not any(item.wake for item in inbox(self.session).next_step)
         )
 
-    def _ending(self, result: _StepResult) -> TurnEndReason | None:
+    def _ending(self, result: StepResult) -> TurnEndReason | None:
         """How the turn ends after a step, or ``None`` when another step follows."""
         if result.kind in ("aborted", "error", "blocked"):
             return result.kind
@@ -432,11 +456,11 @@ class Agent:
         params = MappingProxyType(dict(self.params))
         return StepSettings(self.model, self.model_name, self.system, params, self.toolbox)
 
-    async def _step(self, turn: int, step: int) -> _StepResult:
+    async def _step(self, turn: int, step: int) -> StepResult:
         session = self.session
         opened = await open_step(session, turn, step, self._settings(), self._hooks)
         if opened.ending is not None:
-            return _StepResult(opened.ending)
+            return StepResult(opened.ending)
         # Taken once: the calls run against the tools this request declares, whatever
         # happens to the agent's tools meanwhile.
         plan = opened.settings
@@ -454,22 +478,40 @@ class Agent:
         )
         settled = await attempts.settle(request)
         if settled.kind != "reply":
-            return _StepResult(settled.kind, reply_seq=settled.seq)
+            return StepResult(settled.kind, reply_seq=settled.seq)
         if not settled.tool_calls:
-            return _StepResult("stop", reply_seq=settled.seq)
-        executor = ToolExecutor(
-            session,
-            plan.tools,
+            return StepResult("stop", reply_seq=settled.seq)
+        self._step_tools = {(turn, step): plan.tools}
+        report = await run_calls(self._executor(turn, step), settled.tool_calls, settled.seq)
+        return self._after_tools(report)
+
+    async def _continue_step(self, turn: int, step: int) -> StepResult:
+        """Go on with step ``step``, whose calls waited for decisions (docs/approvals.md),
+        without asking ``before_step`` again: its decision is in the log."""
+        return self._after_tools(await continue_calls(self._executor(turn, step)))
+
+    def _executor(self, turn: int, step: int) -> ToolExecutor:
+        """The executor of the step's calls, against the tools its request declared when this
+        agent ran it (a step resumed in another process runs against the agent's tools)."""
+        assert self._interrupter is not None
+        return ToolExecutor(
+            self.session,
+            self._step_tools.get((turn, step), self.toolbox),
             turn=turn,
             step=step,
             cancel=self._interrupter.event,
             max_parallel=self.max_parallel,
             attachments=self._attachments,
         )
-        report = await executor.run(settled.tool_calls, assistant_seq=settled.seq)
+
+    def _after_tools(self, report: ExecutionReport | None) -> StepResult:
+        if report is None:  # an approval policy raised: every call answered APPROVAL_FAILED
+            return StepResult("error")
         if report.aborted or self._cancelled:
-            return _StepResult("aborted")
-        return _StepResult("tools", concluded=report.concluded)
+            return StepResult("aborted")
+        if report.held:
+            return StepResult("awaiting approval")
+        return StepResult("tools", concluded=report.concluded)
 
     def _show(self, chunk: Chunk) -> None:
         for callback in tuple(self._live):

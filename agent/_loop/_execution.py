@@ -11,16 +11,21 @@ as ``tool/result`` strictly in the model's order; a body that finishes before an
 has its result made durable at once as ``tool/outcome``, so a crash does not lose it.
 
 Calls that cannot run (unknown tool, invalid argument JSON) get a ``tool/call`` and an error
-result without running anything. Cancel: nothing new starts, started bodies are drained, and
-every unstarted call is answered by a ``tool/call`` + ``tool/result`` pair coded
+result without running anything. A :class:`Carry` names what the step already holds (calls
+answered before, calls waiting for a person's decision, answers decided without running):
+those are never started; a held call leaves the results after it as ``tool/outcome`` s until
+a later run of the step answers it (docs/approvals.md).
+
+Cancel: nothing new starts, started bodies are drained, and every unstarted call (a held one
+too) is answered by a ``tool/call`` + ``tool/result`` pair coded
 ``ABORTED_BEFORE_DISPATCH``, so a cancelled step is always balanced.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import anyio
 import msgspec
@@ -54,8 +59,11 @@ from ._checks import check_count, refuse
 from ._tools import Tool, Toolbox, ToolContext, ToolOutput, as_output
 
 __all__ = (
+    "Carry",
     "ExecutionReport",
     "ToolExecutor",
+    "carried_answer",
+    "carried_outcome",
 )
 
 logger = logging.getLogger("agent.execution")
@@ -81,6 +89,41 @@ class _Settled:
     outcome: Event | None = None
     #: What the tool adds to the next step's request, recorded with the result.
     context: Message | None = None
+    #: The seqs the ``tool/result`` cites instead of the call's ``tool/call`` (an answer
+    #: given without running the call, e.g. a denial citing its ``tool/approval``).
+    sources: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Carry:
+    """What a step already holds when :meth:`ToolExecutor.run` takes its calls.
+
+    :ivar answered: how many calls, from the first, already have their ``tool/result``.
+    :ivar held: calls waiting for a decision: not started, not answered by this run.
+    :ivar answers: results to commit in their turn without running the call
+        (:func:`carried_answer`, :func:`carried_outcome`).
+    :ivar call_seqs: the ``tool/call`` seqs already logged.
+    """
+
+    answered: int = 0
+    held: frozenset[int] = frozenset()
+    answers: Mapping[int, _Settled] = field(default_factory=dict)
+    call_seqs: Mapping[int, int] = field(default_factory=dict)
+
+    def skips(self, index: int) -> bool:
+        """True when call ``index`` is not the executor's to start."""
+        return index < self.answered or index in self.held or index in self.answers
+
+
+def carried_answer(content: str, name: str, code: str, sources: tuple[int, ...]) -> _Settled:
+    """An error result given without running the call, citing ``sources``."""
+    return _Settled(content=content, error=ToolError(name=name, code=code), sources=sources)
+
+
+def carried_outcome(outcome: Event) -> _Settled:
+    """The result a ``tool/outcome`` recorded (the call's ``tool/call`` is in the carry)."""
+    data: ToolOutcome = outcome.data
+    return _Settled(content="", error=data.error, outcome=outcome, context=data.context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +133,13 @@ class ExecutionReport:
     :ivar result_seqs: the ``tool/result`` seqs, in the model's order.
     :ivar concluded: a successful result asked to conclude the turn.
     :ivar aborted: how many calls were answered ``ABORTED_BEFORE_DISPATCH``.
+    :ivar held: how many calls wait for a decision, unanswered (the step waits).
     """
 
     result_seqs: tuple[int, ...]
     concluded: bool
     aborted: int
+    held: int = 0
 
 
 def _error_output(content: str, name: str, code: str) -> _Settled:
@@ -142,15 +187,25 @@ class ToolExecutor:
         self._in_flight = 0
         self._changed = anyio.Event()
         self._source: tuple[int, ...] = ()
+        self._carry = Carry()
 
     async def run(
-        self, calls: Sequence[ToolCallPart], *, assistant_seq: int | None = None
+        self,
+        calls: Sequence[ToolCallPart],
+        *,
+        assistant_seq: int | None = None,
+        carry: Carry | None = None,
     ) -> ExecutionReport:
-        """Execute ``calls`` (the model's order) and commit one ``tool/result`` for each."""
+        """Execute ``calls`` (the model's order) and commit one ``tool/result`` for each, but
+        for those ``carry`` says were answered already or wait for a decision."""
+        carry = self._carry = carry or Carry()
         self._calls = calls
         self._slots = [None] * len(calls)
-        self._call_seqs = [None] * len(calls)
+        self._call_seqs = [carry.call_seqs.get(index) for index in range(len(calls))]
         self._source = () if assistant_seq is None else (assistant_seq,)
+        self._committed = carry.answered
+        for index in sorted(carry.answers):
+            self._fill(index, carry.answers[index])
         started = 0
         async with anyio.create_task_group() as tg:
             watcher = anyio.CancelScope()
@@ -158,16 +213,26 @@ class ToolExecutor:
             started = await self._schedule(tg)
             await self._wait(lambda: self._in_flight == 0, or_cancel=False)
             watcher.cancel()
-        for index in range(started, len(calls)):
-            self._log_call(index)
+        aborted = 0
+        for index in range(len(calls)):
+            unstarted = index >= started and not carry.skips(index)
+            if not (unstarted or (index in carry.held and self.cancel.is_set())):
+                continue
+            if self._call_seqs[index] is None:
+                self._log_call(index)
             self._fill(index, _error_output(_ABORTED_TEXT, "AbortError", ABORTED_BEFORE_DISPATCH))
+            aborted += 1
         concluded = any(s is not None and s.concludes for s in self._slots)
-        return ExecutionReport(tuple(self._result_seqs), concluded, aborted=len(calls) - started)
+        held = sum(1 for index in carry.held if self._slots[index] is None)
+        return ExecutionReport(tuple(self._result_seqs), concluded, aborted=aborted, held=held)
 
     async def _schedule(self, tg: TaskGroup) -> int:
         """Start calls until all started or cancelled; return how many were taken."""
-        calls, index = self._calls, 0
+        calls, index, skips = self._calls, 0, self._carry.skips
         while index < len(calls) and not self.cancel.is_set():
+            if skips(index):
+                index += 1
+                continue
             plan = self._plan(calls[index])
             if isinstance(plan, _Settled):
                 self._log_call(index)
@@ -189,6 +254,8 @@ class ToolExecutor:
             batch = [(index, tool, args)]
             index += 1
             while index < len(calls) and self._in_flight + len(batch) < self.max_parallel:
+                if skips(index):
+                    break
                 more = self._plan(calls[index])
                 if isinstance(more, _Settled) or not self._is_safe(*more):
                     break
@@ -336,13 +403,17 @@ class ToolExecutor:
 
     def _commit(self, index: int, settled: _Settled) -> None:
         call_seq = self._call_seqs[index]
-        assert call_seq is not None
-        if settled.outcome is None:
-            sources: tuple[int, ...] = (call_seq,)
+        if settled.sources is not None:  # answered without running: cites what decided it
+            sources: tuple[int, ...] = settled.sources
+            message = Message.tool_result(self._calls[index].id, settled.content, is_error=True)
+        elif settled.outcome is None:
+            assert call_seq is not None
+            sources = (call_seq,)
             message = Message.tool_result(
                 self._calls[index].id, settled.content, is_error=settled.error is not None
             )
         else:  # answer with the message the outcome already recorded
+            assert call_seq is not None
             sources = (call_seq, settled.outcome.seq)
             message = settled.outcome.data.result
         event = self.session.append(

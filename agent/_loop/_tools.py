@@ -44,6 +44,7 @@ __all__ = (
     "ToolOutput",
     "Toolbox",
     "tool",
+    "Approval",
     "Body",
     "Returned",
     "as_output",
@@ -123,6 +124,9 @@ class Tool(Protocol):
 #: What a tool body may return: an output, a string, or one or more result parts.
 Returned = ToolOutput | str | ResultPart | Sequence[ResultPart]
 Body = Callable[..., Awaitable[Returned] | Returned]
+#: Whether a call needs a decision: a constant, or a predicate over the decoded arguments
+#: answering ``True``/``False`` or a reason string, sync or async.
+Approval = bool | Callable[[Any], "bool | str | Awaitable[bool | str | None] | None"]
 
 
 def as_output(result: object) -> ToolOutput:
@@ -213,6 +217,7 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         safe: bool | Callable[[Any], bool] = False,
+        approval: Approval = False,
     ) -> None:
         self.fn = check_callable("tool", "fn", fn, "a function (sync or async)")
         if name is None:
@@ -231,6 +236,10 @@ class FunctionTool:
         if not isinstance(safe, bool) and not callable(safe):
             raise refuse(where, "safe", "True, False or a predicate over the arguments", safe)
         self._safe = safe
+        if not isinstance(approval, bool) and not callable(approval):
+            expected = "True, False or a predicate over the arguments (sync or async)"
+            raise refuse(where, "approval", expected, approval)
+        self._approval = approval
         self.params_type, self._spread, self._wants_context = _params_of(fn, self.name)
         try:
             self._decoder = msgspec.json.Decoder(self.params_type)
@@ -248,6 +257,28 @@ class FunctionTool:
 
     def is_concurrency_safe(self, args: Any) -> bool:
         return self._safe(args) if callable(self._safe) else self._safe
+
+    async def needs_approval(self, args: Any) -> str | None:
+        """Why this call needs a person's decision before it runs, or ``None`` when it needs
+        none. A predicate may answer ``True``/``False`` or a reason (a non-empty string).
+
+        :raises TypeError: the predicate answered something else.
+        :raises Exception: whatever the predicate raised (the agent ends the turn ``error``).
+        """
+        rule = self._approval
+        verdict = rule(args) if callable(rule) else rule
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if verdict is True:
+            return f"tool {self.name!r} needs approval"
+        if isinstance(verdict, str) and verdict:
+            return verdict
+        if verdict is False or verdict is None:
+            return None
+        raise TypeError(
+            f"the approval predicate of tool {self.name!r} must return True, False or a reason "
+            f"string, got {described(verdict)}"
+        )
 
     async def call(self, args: Any, context: ToolContext) -> ToolOutput:
         kwargs: dict[str, Any] = {}
@@ -278,6 +309,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     safe: bool | Callable[[Any], bool] = False,
+    approval: Approval = False,
 ) -> FunctionTool: ...
 @overload
 def tool(
@@ -286,6 +318,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     safe: bool | Callable[[Any], bool] = False,
+    approval: Approval = False,
 ) -> Callable[[Body], FunctionTool]: ...
 def tool(
     fn: Body | None = None,
@@ -293,6 +326,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     safe: bool | Callable[[Any], bool] = False,
+    approval: Approval = False,
 ) -> FunctionTool | Callable[[Body], FunctionTool]:
     """Make a :class:`FunctionTool`; usable as ``@tool`` or ``@tool(safe=True)``.
 
@@ -304,11 +338,14 @@ def tool(
     or a sequence of them), which the model receives as a result with that content.
 
     :param safe: concurrency safety: a constant or a predicate over the decoded arguments.
+    :param approval: whether a call needs a person's decision before it runs: a constant, or a
+        predicate over the decoded arguments (sync or async) answering ``True``/``False`` or a
+        reason string (docs/approvals.md). The tool's schema is the same either way.
     :raises AgentConfigError: see :class:`FunctionTool`.
     """
 
     def make(f: Body) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description, safe=safe)
+        return FunctionTool(f, name=name, description=description, safe=safe, approval=approval)
 
     return make if fn is None else make(fn)
 

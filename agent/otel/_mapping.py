@@ -12,6 +12,10 @@ are committed (the live observer), so both give the same trace:
 - a result's error code, including recovery's ``TOOL_OUTCOME_UNKNOWN`` and ``TOOL_NOT_STARTED``,
   gives error status with ``error.type`` set to the code; an interrupted turn gives
   ``error.type = interrupted``;
+- each decision a call waited for is an ``await_approval {name}`` child, from its
+  ``tool/approval-request`` to its ``tool/approval``, with ``eventlog.approval.decision``,
+  ``.by``, ``.reason`` and ``.policy_reason`` and the seqs of both events; the tool's own span
+  carries the decision and who made it too (a pending one stays open: ``eventlog.open``);
 - ``gen_ai.conversation.id`` is the session id on every span, and every span carries the seqs
   that prove it (``eventlog.seq.start``, ``eventlog.seq.end``, ``eventlog.seqs.*``).
 
@@ -112,6 +116,10 @@ class SpanBuilder:
         self._proposed: dict[tuple[int, int, str], str] = {}
         self._tools: dict[tuple[int, int, str], tuple[Span, int]] = {}
         self._answered: set[tuple[int, int, str]] = set()
+        # Calls waiting for a decision: their await_approval span; and each decision's
+        # attributes, set on the tool's span when it starts.
+        self._asking: dict[tuple[int, int, str], Span] = {}
+        self._decided: dict[tuple[int, int, str], dict[str, Any]] = {}
         self.last_time = 0
 
     # -- feeding -------------------------------------------------------------------------------
@@ -127,10 +135,11 @@ class SpanBuilder:
         """End every span still open (a crashed or live run) at ``end_time`` (ms; default the
         last event's time), marked ``eventlog.open = true``."""
         at = (end_time if end_time is not None else self.last_time) * _NS
-        for span, _ in self._tools.values():
+        for span in [*(span for span, _ in self._tools.values()), *self._asking.values()]:
             span.set_attribute("eventlog.open", True)
             span.end(end_time=at)
         self._tools.clear()
+        self._asking.clear()
         if self._turn is not None:
             self._turn.set_attribute("eventlog.open", True)
             self._turn.end(end_time=at)
@@ -256,8 +265,43 @@ class SpanBuilder:
                 "gen_ai.tool.call.arguments": data.arguments if self._content else None,
             },
         )
+        attrs.update(self._decided.get(key, {}))
         span = self._child(f"execute_tool {data.name}", SpanKind.INTERNAL, event, attrs)
         self._tools[key] = (span, event.seq)
+
+    def _approval_request(self, event: Event) -> None:
+        data = event.data
+        attrs = self._attrs(
+            "await_approval",
+            event,
+            **{
+                "gen_ai.tool.name": data.name,
+                "gen_ai.tool.call.id": data.call_id,
+                "eventlog.turn": data.turn,
+                "eventlog.step": data.step,
+                "eventlog.seqs.requested": event.seq,
+                "eventlog.approval.policy_reason": data.reason or None,
+            },
+        )
+        span = self._child(f"await_approval {data.name}", SpanKind.INTERNAL, event, attrs)
+        self._asking[(data.turn, data.step, data.call_id)] = span
+
+    def _approval(self, event: Event) -> None:
+        data = event.data
+        key = (data.turn, data.step, data.call_id)
+        decided = {
+            "eventlog.approval.decision": data.decision,
+            "eventlog.approval.by": data.by,
+            "eventlog.seqs.decided": event.seq,
+        }
+        if data.reason:
+            decided["eventlog.approval.reason"] = data.reason
+        self._decided[key] = decided
+        span = self._asking.pop(key, None)
+        if span is None:
+            return
+        span.set_attributes({**decided, "eventlog.seq.end": event.seq})
+        span.end(end_time=event.time * _NS)
 
     def _tool_outcome(self, event: Event) -> None:
         data = event.data
@@ -288,6 +332,7 @@ class SpanBuilder:
             )
             name = self._proposed.get(key, "")
             attrs["gen_ai.tool.name"] = name
+            attrs.update(self._decided.get(key, {}))
             span = self._child(f"execute_tool {name}".rstrip(), SpanKind.INTERNAL, event, attrs)
         else:
             span = found[0]
@@ -311,6 +356,8 @@ _HANDLERS = {
     "assistant/message": SpanBuilder._reply,
     "assistant/attempt": SpanBuilder._reply,
     "tool/call": SpanBuilder._tool_call,
+    "tool/approval-request": SpanBuilder._approval_request,
+    "tool/approval": SpanBuilder._approval,
     "tool/outcome": SpanBuilder._tool_outcome,
     "tool/result": SpanBuilder._tool_result,
 }

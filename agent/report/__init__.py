@@ -13,10 +13,16 @@ from ._fates import (
     FINDING_STATES as FINDING_STATES,
 )
 from ._fates import (
+    PENDING_FATES as PENDING_FATES,
+)
+from ._fates import (
     Fate as Fate,
 )
 from ._fates import (
     SessionState as SessionState,
+)
+from ._fates import (
+    call_approval as call_approval,
 )
 from ._fates import (
     call_arguments as call_arguments,
@@ -86,6 +92,8 @@ __all__ = (
     "FAILED_TURN_ENDS",
     "FINDING_STATES",
     "Fate",
+    "PENDING_FATES",
+    "call_approval",
     "SessionState",
     "call_arguments",
     "call_error",

@@ -10,13 +10,15 @@ from typing import Any, Literal
 
 from eventlog import EventLogError, Session, ToolCallPart, ToolResult
 from projections import ToolCallState, timeline
-from recovery import ABORTED_BEFORE_DISPATCH, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from recovery import ABORTED_BEFORE_DISPATCH, TOOL_DENIED, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 
 __all__ = (
     "FAILED_FATES",
     "FAILED_TURN_ENDS",
     "FINDING_STATES",
     "Fate",
+    "PENDING_FATES",
+    "call_approval",
     "SessionState",
     "call_arguments",
     "call_error",
@@ -32,18 +34,34 @@ __all__ = (
 #: invalid arguments or returned its own error code), ``not started`` (the body never ran),
 #: ``outcome unknown`` (the body may have run; nobody knows its effect), ``recovered`` (its
 #: logged outcome answered it after a crash), ``in progress`` (not answered yet, and a live
-#: writer holds the session: its agent is still at work on it, nothing to report yet).
-Fate = Literal["completed", "error", "not started", "outcome unknown", "recovered", "in progress"]
+#: writer holds the session: its agent is still at work on it, nothing to report yet),
+#: ``awaiting approval`` (it waits for a person's decision, whoever holds the session),
+#: ``denied`` (a person denied it: it never ran).
+Fate = Literal[
+    "completed",
+    "error",
+    "not started",
+    "outcome unknown",
+    "recovered",
+    "in progress",
+    "awaiting approval",
+    "denied",
+]
 #: Fates that are findings: ``audit`` exits 1 when a call has one. ``outcome unknown`` is one:
 #: the call may have had its effect and nobody knows (a crash cut it; a person must look).
 #: ``not started`` is not: the body never ran (a cancel, or a crash, which the turn's
 #: ``interrupted`` end reports).
 FAILED_FATES: frozenset[str] = frozenset({"error", "outcome unknown"})
+#: Fates that wait for a person: ``audit`` reports them as findings (exit 1) though nothing
+#: failed, so a decision nobody made is never missed.
+PENDING_FATES: frozenset[str] = frozenset({"awaiting approval"})
 #: ``turn/end`` reasons that are findings: the turn failed, or a crash cut it (recovery closed
 #: it). A cancel, a guardrail block or the token limit are the run's own decisions.
 FAILED_TURN_ENDS: frozenset[str] = frozenset({"error", "interrupted"})
 
-SessionState = Literal["balanced", "running", "needs repair", "corrupt", "unknown type"]
+SessionState = Literal[
+    "balanced", "running", "needs repair", "corrupt", "unknown type", "awaiting approval"
+]
 #: States that are findings for every command (exit 1): the log is damaged, or a turn is open
 #: with no live writer (a crash: ``eventlog recover`` closes it).
 FINDING_STATES: frozenset[str] = frozenset({"corrupt", "needs repair"})
@@ -74,6 +92,8 @@ def call_fate(session: Session, call: ToolCallState, *, running: bool = False) -
         return result_fate(session.window(0)[call.result].data)
     if call.outcome is not None:
         return "completed"
+    if call.status in ("awaiting approval", "denied"):
+        return call.status
     if running and _in_open_step(session, call):
         return "in progress"
     return "outcome unknown" if call.call is not None else "not started"
@@ -95,6 +115,8 @@ def result_fate(result: ToolResult) -> Fate:
         return "not started"
     if code in _UNKNOWN_CODES:
         return "outcome unknown"
+    if code == TOOL_DENIED:
+        return "denied"
     if code is not None:
         return "error"
     source = result.message.source
@@ -129,11 +151,44 @@ def call_row(session: Session, call: ToolCallState, *, running: bool = False) ->
         "error": call_error(session, call),
         "seqs": {
             "proposed": call.proposed,
+            "requested": call.requested,
+            "decided": call.decided,
             "call": call.call,
             "outcome": call.outcome,
             "result": call.result,
         },
+        "approval": call_approval(session, call),
     }
+
+
+def call_approval(session: Session, call: ToolCallState) -> dict[str, Any] | None:
+    """The call's approval as JSON builtins, or ``None`` when it needed none: the policy's
+    ``reason``, when it was asked (``requested_at``), and, once decided, the ``decision``,
+    who decided (``by``), why (``decision_reason``) and when (``decided_at``); the seqs that
+    prove them are the row's ``requested`` and ``decided``."""
+    if call.requested is None:
+        return None
+    event = session.window().event  # the report opens sessions whole
+    asked = event(call.requested)
+    found: dict[str, Any] = {
+        "reason": asked.data.reason,
+        "requested_at": asked.time,
+        "requested": call.requested,
+        "decision": None,
+        "by": None,
+        "decision_reason": None,
+        "decided_at": None,
+        "decided": call.decided,
+    }
+    if call.decided is not None:
+        decided = event(call.decided)
+        found.update(
+            decision=decided.data.decision,
+            by=decided.data.by,
+            decision_reason=decided.data.reason,
+            decided_at=decided.time,
+        )
+    return found
 
 
 def failed_attempts(session: Session) -> list[dict[str, Any]]:
@@ -163,8 +218,10 @@ def session_state(
     classed), ``running`` (a live writer holds the lease:
     whatever is open is in progress), ``needs repair`` (a turn is open and nobody is writing: a
     crash, inside a step with calls awaiting an answer or between steps; what
-    :attr:`recovery.Diagnosis.needs_repair` says) or ``balanced``. Calls left unanswered in a
-    closed step are not something repair can fix; ``audit`` reports them."""
+    :attr:`recovery.Diagnosis.needs_repair` says), ``awaiting approval`` (a step waits for a
+    person's decision, nobody writing: not a crash, nothing to repair) or ``balanced``. Calls
+    left unanswered in a closed step are not something repair can fix; ``audit`` reports
+    them."""
     if fault is not None:
         return "corrupt"
     if unknown is not None:
@@ -172,4 +229,6 @@ def session_state(
     if running:
         return "running"
     line = timeline(session)
+    if line.awaiting_approval:
+        return "awaiting approval"
     return "needs repair" if line.turn is not None or line.dangling else "balanced"

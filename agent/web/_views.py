@@ -44,6 +44,8 @@ FATES = (
     ("not started", "not started"),
     ("outcome unknown", "outcome unknown (may have run)"),
     ("recovered", "recovered from its logged outcome"),
+    ("awaiting approval", "awaiting a person's decision"),
+    ("denied", "denied by a person (never ran)"),
     ("interrupted", "interrupted turn (closed by recovery)"),
     ("aborted", "turn stopped early (cancelled, blocked, max tokens)"),
     ("open", "open (in progress, or cut by a crash)"),
@@ -88,7 +90,14 @@ async def sessions_view(
         "rows": rows,
         "state": state or "",
         "meta": meta or "",
-        "states": ("balanced", "running", "needs repair", "corrupt", "unknown type"),
+        "states": (
+            "balanced",
+            "running",
+            "needs repair",
+            "corrupt",
+            "unknown type",
+            "awaiting approval",
+        ),
         "next_after": None if scanned_all else cursor,
     }
 
@@ -198,6 +207,10 @@ async def session_view(
     ]
     for call in calls:
         call["css"] = fate_class(call["outcome"])
+        approval = call["approval"]
+        if approval is not None:  # the times as the page shows every time
+            approval["requested_time"] = timestamp(approval["requested_at"])
+            approval["decided_time"] = timestamp(approval["decided_at"])
     return {
         "id": session.id,
         "count": session.head + 1,

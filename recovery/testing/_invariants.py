@@ -4,7 +4,8 @@ The invariants, each reported with the seqs it is about:
 
 - **seq contiguity**: event ``i`` has seq ``i``; times never run backwards;
 - **balanced turns and steps**: nothing is open, and the timeline found no numbering or
-  pairing rule broken;
+  pairing rule broken; a step waiting for a person's decision (a call ``awaiting approval``)
+  is a settled state, not an open one: it and its unanswered calls are allowed;
 - **every surfaced tool call answered exactly once**: in the model-visible history each
   assistant tool call is followed, before anything else, by exactly one result with its id, in
   the model's order; and in the log no call is left without a ``tool/result``;
@@ -70,16 +71,19 @@ def _seq_contiguity(session: Session) -> list[str]:
 def _balanced(session: Session) -> list[str]:
     view = timeline(session)
     found = []
-    if view.turn is not None:
+    waiting = bool(view.awaiting_approval)  # settled: the step waits for a person
+    if view.turn is not None and not waiting:
         found.append(f"balance: turn {view.turn.number} (seq {view.turn.seq}) is still open")
-    if view.step is not None:
+    if view.step is not None and not waiting:
         step = view.step
         found.append(f"balance: step {step.turn}.{step.number} (seq {step.seq}) is still open")
     found.extend(f"timeline: {finding.message}" for finding in view.findings)
+    held = {call.key for call in view.dangling} if waiting else set()
     found.extend(
         f"answers: call {call.call_id!r} of step {call.turn}.{call.step} "
         f"(proposed at seq {call.proposed}) has no tool/result"
         for call in view.unanswered
+        if call.key not in held
     )
     return found
 
@@ -114,7 +118,7 @@ def _answered_once(session: Session) -> list[str]:
             if len(set(ids)) != len(ids):
                 found.append(f"{where} proposes a call id twice: {ids}")
             pending = ids
-    if pending:
+    if pending and not timeline(session).awaiting_approval:
         found.append(f"answers: the history ends while {pending} are unanswered")
     return found
 

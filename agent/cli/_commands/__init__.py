@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .approvals import APPROVALS, APPROVE, DENY
 from .audit import AUDIT
 from .base import Command
 from .follow import FOLLOW, FORK
@@ -16,7 +17,10 @@ from .verify import VERIFY
 __all__ = (
     "COMMANDS",
     "Command",
+    "APPROVALS",
+    "APPROVE",
     "AUDIT",
+    "DENY",
     "EXPORT",
     "FOLLOW",
     "FORK",
@@ -36,6 +40,9 @@ COMMANDS: tuple[Command, ...] = (
     AUDIT,
     VERIFY,
     RECOVER,
+    APPROVALS,
+    APPROVE,
+    DENY,
     EXPORT,
     IMPORT,
     FOLLOW,

@@ -13,12 +13,14 @@ from recovery import Diagnosis, scan
 
 from ...report import (
     FAILED_FATES,
+    PENDING_FATES,
     call_row,
     counted,
     failed_attempts,
     failed_turns,
     fault_json,
     session_state,
+    timestamp,
     unknown_json,
 )
 from .._context import Context, load_session, open_cli_store
@@ -35,6 +37,8 @@ _OUTCOME_STYLE = {
     "error": "magenta",
     "outcome unknown": "red",
     "in progress": "cyan",
+    "awaiting approval": "yellow",
+    "denied": "blue",
 }
 
 
@@ -65,10 +69,11 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     findings = _findings(scan(session))
     state = session_state(session, loaded.fault, running=running, unknown=loaded.unknown)
     intact = loaded.fault is None and not findings
-    failed = [c for c in calls if c["outcome"] in FAILED_FATES]
+    failed = [c for c in calls if c["outcome"] in FAILED_FATES | PENDING_FATES]
     # Exit 1 as every command does for the state (damaged, needs repair; a running session
     # owes nothing yet), and when anything in the run went wrong: a call failed or has an
-    # unknown outcome, a model attempt failed, a turn failed or was cut by a crash.
+    # unknown outcome, a model attempt failed, a turn failed or was cut by a crash; and when
+    # a call waits for a person's decision (nothing failed, but someone must act).
     ok = intact and not failed and not attempts and not turns and not states_exit([state])
     if ctx.out.json_mode:
         document: dict[str, Any] = {
@@ -156,14 +161,40 @@ def _print(
             f"failed model attempt: turn {attempt['turn']} step {attempt['step']} "
             f"(seq {attempt['seq']}): {attempt['error']}"
         )
+    for call in calls:
+        _print_approval(ctx, call)
     if state == "running":
         ctx.out.line(f"running: a live writer holds session {session.id!r}")
+    elif state == "awaiting approval":
+        ctx.out.line(
+            f"awaiting approval: turn {line.turn.number if line.turn else '?'} waits for a "
+            f"decision (eventlog approvals --pending; eventlog approve {session.id} CALL --by "
+            "NAME)"
+        )
     elif line.turn is not None:
         step = f", step {line.step.number}" if line.step is not None else ""
         ctx.out.line(
             f"needs repair: turn {line.turn.number}{step} is open and nobody is writing "
             f"(eventlog recover {session.id})"
         )
+
+
+def _print_approval(ctx: Context, call: dict[str, Any]) -> None:
+    """One line per call that needed a decision: the decision, who, when and the seqs."""
+    approval = call["approval"]
+    if approval is None:
+        return
+    where = f"approval: {call['name']} [{call['call_id']}]"
+    asked = f"asked at {timestamp(approval['requested_at'])} (seq {approval['requested']})"
+    if approval["decision"] is None:
+        ctx.out.line(f"{where}: awaiting a decision, {asked}: {approval['reason']}")
+        return
+    word = "approved" if approval["decision"] == "approve" else "denied"
+    why = f": {approval['decision_reason']}" if approval["decision_reason"] else ""
+    ctx.out.line(
+        f"{where}: {word} by {approval['by']} at {timestamp(approval['decided_at'])} "
+        f"(seq {approval['decided']}){why}; {asked}"
+    )
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -174,8 +205,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 AUDIT = Command(
     "audit",
     "every tool call (state, fate with its error code, proving seqs), failed model attempts, "
-    "failed or interrupted turns and integrity (exit 1: something failed, has an unknown "
-    "outcome or needs repair)",
+    "failed or interrupted turns, approvals and integrity (exit 1: something failed, has an "
+    "unknown outcome, waits for a decision or needs repair)",
     _configure,
     _run,
 )

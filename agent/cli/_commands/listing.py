@@ -28,6 +28,7 @@ _STATE_STYLE = {
     "needs repair": "red",
     "corrupt": "bold red",
     "unknown type": "magenta",
+    "awaiting approval": "yellow",
 }
 _SESSION_COLUMNS = (
     Column("id", priority=10, min_width=10),

@@ -25,7 +25,14 @@ __all__ = ("RECOVER",)
 
 #: What ``recover`` prints for each dangling state (``DanglingKind``, the timeline's names): the
 #: answer repair gives it, in the words this command has always printed.
-_ANSWER_WORD = {"completed": "recovered", "started": "outcome-unknown", "proposed": "not-started"}
+_ANSWER_WORD = {
+    "completed": "recovered",
+    "started": "outcome-unknown",
+    "proposed": "not-started",
+    "approved": "not-started",
+    "denied": "denied",
+    "awaiting approval": "awaiting-approval",
+}
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +106,10 @@ def _diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
             for c in diagnosis.unanswered_in_closed_steps
         ],
         "findings": [{"seq": f.seq, "message": f.message} for f in diagnosis.findings],
+        "awaiting_approval": [
+            {"turn": c.turn, "step": c.step, "call_id": c.call_id, "name": c.name}
+            for c in diagnosis.awaiting_approval
+        ],
     }
 
 
@@ -145,6 +156,12 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
         line(f"no diagnosis past seq {doc['unknown']['seq']}: {doc['unknown']['message']}")
     elif doc["needs_repair"]:
         line(f"needs repair: run `eventlog recover {sid} --apply`")
+    elif doc["awaiting_approval"]:
+        waiting = counted(len(doc["awaiting_approval"]), "call")
+        line(
+            f"awaiting approval: {waiting} waiting for a decision, nothing to repair "
+            f"(eventlog approve {sid} CALL --by NAME, or deny)"
+        )
     else:
         line("nothing to repair")
 
