@@ -35,7 +35,7 @@ class SessionHistory:
     _pinned: Mapping[int, Event]
     _surface: SurfaceIndex
     _stored: StoredEvents | None
-    _checkpoint: Checkpoint | None
+    _checkpoint: Checkpoint[Any] | None
 
     @property
     def head(self) -> int:

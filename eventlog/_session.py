@@ -39,7 +39,7 @@ logger = logging.getLogger("eventlog.session")
 
 Observer = Callable[[Event], None]
 
-_NO_PORTS = SessionPorts()
+_NO_PORTS: SessionPorts[Session] = SessionPorts()
 _NOT_OPENED = Opened()
 
 
@@ -68,7 +68,7 @@ class Session(SessionHistory):
         types: EventTypes,
         log: LoadedLog | None = None,
         metadata: dict[str, Any] | None = None,
-        ports: SessionPorts = _NO_PORTS,
+        ports: SessionPorts[Session] = _NO_PORTS,
         opened: Opened = _NOT_OPENED,
     ) -> None:
         """Built by a store (``store.create()``, ``store.open()``); every field is set here.

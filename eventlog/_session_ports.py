@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Generic, Protocol, TypeVar
 
 from ._errors import ClosedError, EventLogError
 from ._event import Event
@@ -20,8 +20,9 @@ from ._snapshot_state import CachedState
 from ._strict import DEFAULT_MAX_NESTING
 from ._surface import SurfaceIndex
 
-if TYPE_CHECKING:
-    from ._session import Session
+#: The session the ports serve (``eventlog.Session``): a type parameter, so this module, which
+#: the session's module imports, names nothing of it (no import cycle, not even for types).
+S = TypeVar("S", contravariant=True)
 
 __all__ = (
     "DEFAULT_MAX_EVENT_BYTES",
@@ -106,7 +107,7 @@ class StoredTail:
         return None
 
 
-class Checkpoint(Protocol):
+class Checkpoint(Protocol[S]):
     """A writable session's snapshots, owned by its store's checkpointer: when the next one
     is due, taking it, and dropping from memory the events it covers (the session's one hook
     for snapshots; see :mod:`eventlog.stores._checkpointer`)."""
@@ -124,7 +125,7 @@ class Checkpoint(Protocol):
         at the next flush."""
         ...
 
-    def flushed(self, session: Session) -> None:
+    def flushed(self, session: S) -> None:
         """Everything up to ``session.head`` is durable and ``head >= due``: take the
         snapshot (and trim the session's window, if it trims). Never raises."""
         ...
@@ -147,7 +148,7 @@ class LoadedLog(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class SessionPorts:
+class SessionPorts(Generic[S]):
     """What a session of a store is wired to (defaults: a session of no store).
 
     :ivar tail: the writer's tail; ``None``: read-only (nothing is written).
@@ -160,8 +161,8 @@ class SessionPorts:
 
     tail: SessionTail | None = None
     stored: StoredEvents | None = None
-    release: Callable[[Session], Awaitable[None]] | None = None
-    checkpoint: Checkpoint | None = None
+    release: Callable[[S], Awaitable[None]] | None = None
+    checkpoint: Checkpoint[S] | None = None
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     max_nesting: int = DEFAULT_MAX_NESTING
 

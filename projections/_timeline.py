@@ -119,6 +119,6 @@ def timeline(session: Session, *, at: int | None = None) -> Timeline:
         return Timeline(fold(TIMELINE, events_through(session, at)))
     state = catch_up(session, TIMELINE)
     snapshot = state.snapshot
-    if snapshot is None:
+    if not isinstance(snapshot, Timeline):
         snapshot = state.snapshot = Timeline(state)
     return snapshot

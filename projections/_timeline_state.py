@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import msgspec
 
 from eventlog import ApprovalDecision
-
-if TYPE_CHECKING:
-    from ._timeline_view import Timeline
 
 __all__ = (
     "CallKey",
@@ -109,7 +106,7 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TimelineState:
-    """The fold's mutable state. Readers get :class:`Timeline` snapshots, never this."""
+    """The fold's mutable state. Readers get ``Timeline`` snapshots, never this."""
 
     __slots__ = (
         "findings",
@@ -144,7 +141,9 @@ class TimelineState:
         # Ordered set of calls with no result yet.
         self.unanswered: dict[_Key, None] = {}
         self.findings: list[Finding] = []
-        self.snapshot: Timeline | None = None
+        # The reader's view of this version (a ``Timeline``, made by ``_timeline``): typed
+        # loosely so this module need not import the view's, which imports it.
+        self.snapshot: object | None = None
 
     def latest(self, key: _Key) -> ToolCallState | None:
         positions = self.history.get(key)
@@ -200,7 +199,7 @@ class TimelineState:
         that can still change (:meth:`held_calls`). What a live session keeps when it trims
         at a snapshot (``SnapshotState.trim``): the answered calls of closed steps, and the
         versions only they used, are forgotten. This state is left as it is (the
-        :class:`Timeline` snapshots readers hold share its lists); the new one shares only the
+        ``Timeline`` snapshots readers hold share its lists); the new one shares only the
         append-only findings list (a snapshot holds it with a captured length)."""
         return TimelineState.restore(
             seq=self.seq,

@@ -36,7 +36,6 @@ from anyio.abc import TaskStatus
 
 from eventlog import (
     Event,
-    EventLogError,
     Message,
     Session,
     StepEnd,
@@ -52,7 +51,7 @@ from recovery import RepairReport, repair, scan
 from ._approvals import Approvals, continue_calls, run_calls
 from ._attachments import AttachmentCache
 from ._attempts import StepAttempts
-from ._boundaries import ask_continue, open_step
+from ._boundaries import ask_continue, close_after_failure, may_continue, open_step, turn_ending
 from ._compaction import AutoCompaction, CompactionResult, Summarizer, compact, compact_auto
 from ._errors import AgentBusyError, OpenTurnError
 from ._execution import ExecutionReport, ToolExecutor
@@ -393,63 +392,25 @@ class Agent(Approvals):
                     await session.flush()  # checkpoint: what ran meanwhile is durable
                     return TurnOutcome(turn=turn, reason="awaiting approval", steps=step)
                 sticky_max_tokens |= result.kind == "max-tokens"
-                if self._may_continue(result):
+                if may_continue(self.session, result, self._hooks, self._cancelled):
                     asked = await ask_continue(
                         session, turn, step, self._settings(), self._hooks, result.reply_seq
                     )
                     result = result if asked == "stop" else StepResult(asked)
                 session.append("step/end", StepEnd(turn=turn, step=step))
-                ending = self._ending(result)
+                ending = turn_ending(self.session, result, self._cancelled)
                 if ending is not None:
                     reason = ending
                     break
                 await session.flush()  # checkpoint: step end
         except Exception:
-            self._close_after_failure(turn, step)
+            close_after_failure(self.session, turn, step)
             raise
         if reason == "completed" and sticky_max_tokens:
             reason = "max-tokens"
         session.append("turn/end", TurnEnd(turn=turn, reason=reason))
         await session.flush()  # checkpoint: step end and turn end in one write
         return TurnOutcome(turn=turn, reason=reason, steps=step)
-
-    def _may_continue(self, result: StepResult) -> bool:
-        """Whether ``should_continue`` is asked after this step: it ended with no calls to
-        run, the turn is not cancelled, and no waking input is queued for a next step."""
-        return (
-            self._hooks.should_continue is not None
-            and result.kind in ("stop", "max-tokens")
-            and not self._cancelled
-            and not any(item.wake for item in inbox(self.session).next_step)
-        )
-
-    def _ending(self, result: StepResult) -> TurnEndReason | None:
-        """How the turn ends after a step, or ``None`` when another step follows."""
-        if result.kind in ("aborted", "error", "blocked"):
-            return result.kind
-        if self._cancelled:
-            return "aborted"
-        if result.kind == "continue" or (result.kind == "tools" and not result.concluded):
-            return None
-        if any(item.wake for item in inbox(self.session).next_step):
-            return None  # steering arrived: the turn goes on
-        return "completed"
-
-    def _close_after_failure(self, turn: int, step: int) -> None:
-        """The loop itself failed: close the turn ``error`` if the log still takes it.
-
-        A step with calls still unanswered is left open: closing it would leave a tool call
-        without a result in the history; :func:`recovery.repair` answers them correctly.
-        """
-        try:
-            view = timeline(self.session)
-            if view.dangling:
-                return
-            if view.step is not None:
-                self.session.append("step/end", StepEnd(turn=turn, step=step))
-            self.session.append("turn/end", TurnEnd(turn=turn, reason="error"))
-        except EventLogError:
-            logger.exception("agent: could not close turn %d of %r", turn, self.session.id)
 
     def _settings(self) -> StepSettings:
         """The agent's settings as they stand (what a step without a plan is made with)."""

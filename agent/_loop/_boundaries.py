@@ -10,20 +10,43 @@ nothing lost: the step takes its input as usual, and the turn ends ``error``.
 
 Ending a step with no tool calls to run: ``should_continue`` (if set) is asked, its record
 appended before ``step/end``, and the step-end checkpoint flushes it before the next step.
+Then :func:`turn_ending` says whether the turn goes on; a loop that failed closes the turn with
+:func:`close_after_failure`.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Literal
 
-from eventlog import APPEND, InboxTarget, Session, StepStart, UserMessage
-from projections import inbox
+from eventlog import (
+    APPEND,
+    EventLogError,
+    InboxTarget,
+    Session,
+    StepEnd,
+    StepStart,
+    TurnEnd,
+    TurnEndReason,
+    UserMessage,
+)
+from projections import inbox, timeline
 from projections.inbox import claim, splice
 
 from ._hooks import Block, Hooks, StepContext, StepPlan, StepSettings
+from ._outcomes import StepResult
 
-__all__ = ("Opened", "ask_continue", "open_step")
+__all__ = (
+    "Opened",
+    "ask_continue",
+    "close_after_failure",
+    "may_continue",
+    "open_step",
+    "turn_ending",
+)
+
+logger = logging.getLogger("agent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +128,44 @@ async def ask_continue(
     sources = () if reply_seq is None else (reply_seq,)
     session.append("agent/hook", decided.record, sources=sources)
     return decided.record.outcome  # type: ignore[return-value]  # one of the three
+
+
+def may_continue(session: Session, result: StepResult, hooks: Hooks, cancelled: bool) -> bool:
+    """Whether ``should_continue`` is asked after this step: it ended with no calls to run,
+    the turn is not cancelled, and no waking input is queued for a next step."""
+    return (
+        hooks.should_continue is not None
+        and result.kind in ("stop", "max-tokens")
+        and not cancelled
+        and not any(item.wake for item in inbox(session).next_step)
+    )
+
+
+def turn_ending(session: Session, result: StepResult, cancelled: bool) -> TurnEndReason | None:
+    """How the turn ends after a step, or ``None`` when another step follows."""
+    if result.kind in ("aborted", "error", "blocked"):
+        return result.kind
+    if cancelled:
+        return "aborted"
+    if result.kind == "continue" or (result.kind == "tools" and not result.concluded):
+        return None
+    if any(item.wake for item in inbox(session).next_step):
+        return None  # steering arrived: the turn goes on
+    return "completed"
+
+
+def close_after_failure(session: Session, turn: int, step: int) -> None:
+    """The loop itself failed: close the turn ``error`` if the log still takes it.
+
+    A step with calls still unanswered is left open: closing it would leave a tool call
+    without a result in the history; :func:`recovery.repair` answers them correctly.
+    """
+    try:
+        view = timeline(session)
+        if view.dangling:
+            return
+        if view.step is not None:
+            session.append("step/end", StepEnd(turn=turn, step=step))
+        session.append("turn/end", TurnEnd(turn=turn, reason="error"))
+    except EventLogError:
+        logger.exception("agent: could not close turn %d of %r", turn, session.id)
