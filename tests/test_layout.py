@@ -46,7 +46,6 @@ _BEING_SPLIT = frozenset(
         "eventlog/stores/_writer.py",
         "eventlog/stores/sqlite/_backend.py",
         "eventlog/stores/postgres/_backend.py",
-        "projections/_timeline.py",
     }
 )
 #: The agent loop's package, and the tools and integrations that stand apart from it.
