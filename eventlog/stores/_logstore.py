@@ -60,16 +60,15 @@ from ._base import (
     SessionInfo,
     SessionRecord,
     Snapshots,
-    StartsWrites,
     Store,
-    WritesElsewhere,
 )
+from ._batch import Batch, StartWrite, WriteDone
 from ._loader import LogLoader
 from ._owners import new_owner, retire_owner
 from ._salvage import follow_events, head_fault, open_salvaged, settled
 from ._snapshot_check import usable_snapshot, verify_snapshot
 from ._snapshots import Restored, encode_snapshot, keep_surface_rows
-from ._writer import Batch, StartWrite, WriteDone, Writer
+from ._writer import Writer
 
 __all__ = ("DEFAULT_SNAPSHOT_EVERY", "DEFAULT_TRIM_EVERY", "LogStore", "lease_owner")
 
@@ -156,8 +155,8 @@ class LogStore(Store):
         self._snapshot_rows: dict[Session, dict[int, Row]] = {}
         self._writer = Writer(
             self._write_keeping_rows if self.snapshot_every else backend.write,
-            start=self._start_write() if isinstance(backend, StartsWrites) else None,
-            pipeline=isinstance(backend, WritesElsewhere) and backend.writes_elsewhere,
+            start=self._start_write(),
+            pipeline=backend.abilities.pipeline,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )
@@ -391,10 +390,9 @@ class LogStore(Store):
         return conflicts
 
     def _start_write(self) -> StartWrite:
-        """The backend's :meth:`~StartsWrites.start_write` for the writer's pipelined rounds,
+        """The backend's :meth:`~Backend.start_write` for the writer's pipelined rounds,
         keeping the written rows as :meth:`_write_keeping_rows` does."""
         backend = self.backend
-        assert isinstance(backend, StartsWrites)
         if not self.snapshot_every:
             return backend.start_write
 

@@ -43,6 +43,7 @@ from ..._errors import (
     SessionExistsError,
     ValidationError,
 )
+from .._abilities import BackendAbilities, Pipeline
 from .._base import (
     Backend,
     SessionInfo,
@@ -50,7 +51,7 @@ from .._base import (
     rows_in_chunks,
     session_not_found,
 )
-from .._writer import Batch
+from .._batch import Batch
 from ._attachments import insert_attachment, select_attachment
 from ._delete import delete_session
 from ._errors import DRIVER_ERRORS, translate
@@ -93,7 +94,7 @@ class PostgresBackend(SnapshotMethods, Backend):
 
     #: The server writes a round while the event loop goes on, so the store pipelines many
     #: sessions flushing in step (each pipelined round sent from a task of its own).
-    writes_elsewhere = True
+    abilities = BackendAbilities(pipeline=Pipeline.TASK)
 
     def __init__(
         self,
