@@ -78,7 +78,10 @@ class Tail:
         :raises ClosedError: the store is closed.
         :raises BacklogFullError: too many bytes wait to be written.
         """
-        self._w.check_room(self.session_id, seq, nbytes, waiting)
+        w = self._w
+        pending = w.pending_bytes + waiting
+        if w.closed or (pending and pending + nbytes > w.max_pending_bytes):
+            w.check_room(self.session_id, seq, nbytes, waiting)  # raises
 
     def enqueue(self, event: Event, data: bytes) -> None:
         """Queue a committed event and its payload bytes (and wake the background writer)."""

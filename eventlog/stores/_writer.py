@@ -83,6 +83,7 @@ TRANSITIONS: dict[tuple[RoundState, RoundState], str] = {
     (_S.WRITING, _S.IDLE): "the round in flight ended",
     (_S.WRITING_ASKED, _S.IDLE): "the round in flight ended (the next is asked for again)",
     (_S.IDLE, _S.CLOSED): "the store closed, nothing pending",
+    (_S.NEW, _S.CLOSED): "the store closed before the writer started",
 }
 
 
@@ -144,6 +145,9 @@ class Writer:
         self._start = start
         self._pipeline = pipeline
         self._state = RoundState.NEW
+        #: Whether the state is CLOSED (kept by ``_move``; read on every commit, where an
+        #: attribute costs less than comparing the state).
+        self.closed = False
         # Sessions written by the last two rounds (what a pipelined round is measured against).
         self._last_sizes = (0, 0)
         self._write_delay = write_delay
@@ -171,16 +175,12 @@ class Writer:
         """Where the rounds stand."""
         return self._state
 
-    @property
-    def closed(self) -> bool:
-        """Whether the writer is closed (commits are refused)."""
-        return self._state is RoundState.CLOSED
-
     def _move(self, to: RoundState) -> None:
         """Make the transition to ``to`` (one of :data:`TRANSITIONS`, or staying put)."""
         if to is not self._state:
             assert (self._state, to) in TRANSITIONS, f"writer: {self._state} -> {to}"
             self._state = to
+            self.closed = to is RoundState.CLOSED
 
     def tail(self, session_id: str, last_hash: bytes, durable: int) -> Tail:
         """The writer's tail for a writable session whose log is durable up to ``durable``, at
@@ -197,7 +197,7 @@ class Writer:
         :raises BacklogFullError: too many bytes wait to be written.
         """
         pending = self.pending_bytes + waiting
-        if self._state is RoundState.CLOSED:
+        if self.closed:
             raise ClosedError(f"session {session_id!r}: the store is closed", session_id=session_id)
         if pending and pending + nbytes > self.max_pending_bytes:
             raise BacklogFullError(
@@ -321,8 +321,7 @@ class Writer:
                 # A round asked for meanwhile would run in a task the store is about to cancel.
                 while self._state is not RoundState.IDLE:
                     await self._next_round_done()
-                self._move(RoundState.CLOSED)
-        self._state = RoundState.CLOSED
+            self._move(RoundState.CLOSED)
         self._task_group = None
 
     # -- asking for and starting rounds --------------------------------------------------------

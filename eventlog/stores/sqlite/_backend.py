@@ -1,11 +1,11 @@
 """The SQLite backend: ``sqlite:///path.db``, the embedded default store.
 
 One file holds many sessions (docs/stores.md). A writer connection in WAL mode, owned by one
-thread, writes each group-commit round as one statement (``_packed``), on the event loop's
-thread or that thread (``_rounds`` says which, and why); a reader connection serves ``read``,
-``follow``, ``list`` and loads on the event loop's thread (see :meth:`SQLiteBackend._read` for
-why), so reads never wait behind a commit on the writer thread. Driver errors are translated
-in :func:`~._errors.translated`.
+thread, writes each group-commit round as one transaction, on the event loop's thread or that
+thread (``_rounds`` says which, and why; ``_round_sql`` has the statements); a reader
+connection serves ``read``, ``follow``, ``list`` and loads on the event loop's thread (see
+:meth:`SQLiteBackend._read` for why), so reads never wait behind a commit on the writer
+thread. Driver errors are translated in :func:`~._errors.translated`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ._attachments import insert_attachment, select_attachment
 from ._delete import delete_session
 from ._errors import translated
 from ._liveness import LeaseLocks, writer_alive
-from ._packed import prepare_round
+from ._round_sql import prepare_round
 from ._rounds import Rounds
 from ._schema import (
     SYNCHRONOUS,

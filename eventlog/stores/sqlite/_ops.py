@@ -18,7 +18,7 @@ from ..._codec import Row
 from ..._errors import CorruptLogError, SessionBusyError, SessionExistsError
 from .._base import SessionInfo, SessionRecord, session_not_found
 from ._liveness import HOLDER, holder_alive, holder_of
-from ._packed import insert_rows
+from ._round_sql import insert_rows
 from ._transaction import transaction
 
 __all__ = (

@@ -1,5 +1,6 @@
 """Where the SQLite backend writes each round: the event loop's thread or the writer thread,
-decided in one place (:meth:`Rounds.route`). Both run the same statement (``_packed``).
+decided in one place (:meth:`Rounds.route`), each with the statements that cost least there
+(``_round_sql``).
 
 A round that holds nearly every session written in the last 50 ms (at most one in eight left
 out: one agent flushing after its turn, or many agents in step, whose next commits all wait
@@ -22,11 +23,13 @@ thread: the loop runs the other half's appends meanwhile.
 
 Known limit of the thread: it needs the GIL to start a round and to finish it, and while the
 event loop is busy with Python work it rarely gets it (the loop releases the GIL at every poll
-and takes it straight back, so the waiting thread never asks for a forced switch). A round is
-one statement, so it needs the GIL twice, not once per statement, and every round sent to the
-thread is handed off (``SQLiteWorker.submit(hand_off=True)``: the loop waits until the thread
-is inside SQLite). Such a round is late, never lost, and a flush waits for it like for any
-other.
+and takes it straight back, so the waiting thread never asks for a forced switch). A round
+there is one statement, so it needs the GIL twice, not once per statement, and a pipelined
+round is handed off (``SQLiteWorker.submit(hand_off=True)``: the loop waits until the thread
+is inside SQLite, then runs the other half's appends). A round the writer awaits is not: the
+hand-off made a lone flush through the thread slower (p50 in ``python -m benchmarks sqlite``,
+"every round on the writer thread"). Such a round is late, never lost, and a flush waits for
+it like for any other.
 
 The figures behind these choices are in ``benchmarks/SQLITE.md`` and ``benchmarks/MANY.md``.
 """
@@ -41,7 +44,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from .._batch import Batch, WriteDone
 from ._errors import translated
-from ._packed import Packed, pack, write_round
+from ._round_sql import Packed, pack, write_round, write_round_here
 from ._transaction import WriteLockBusy
 from ._worker import SQLiteWorker
 
@@ -124,7 +127,7 @@ class Rounds:
         # leases, and gets the round's statement parameters ready-made (see `pack`).
         owners = self._owners_of(batches)
         conflicts = await self._worker.call(
-            self._write_there, batches, owners, pack(batches, owners), hand_off=True
+            self._write_there, batches, owners, pack(batches, owners)
         )
         self._written()
         return conflicts
@@ -149,7 +152,7 @@ class Rounds:
 
     def _write_here(self, connection: sqlite3.Connection, batches: Sequence[Batch]) -> list[str]:
         """A round on the loop's thread: never waits for another process's write lock."""
-        return write_round(connection, batches, self._held, pack(batches, self._held), 0)
+        return write_round_here(connection, batches, self._held)
 
     def _write_there(
         self,

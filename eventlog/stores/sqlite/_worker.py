@@ -93,9 +93,8 @@ class SQLiteWorker:
     def _open(self, _: sqlite3.Connection | None) -> None:
         self._connection = self._connect()
 
-    async def call(self, fn: Callable[..., T], *args: Any, hand_off: bool = False) -> T:
-        """Run ``fn(connection, *args)`` on the worker thread and return its result
-        (``hand_off``: see :meth:`submit`).
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` on the worker thread and return its result.
 
         The call is not abandoned when the caller is cancelled: it finishes first (so a lease or
         a commit is never left half-known), then the cancellation is delivered.
@@ -104,7 +103,7 @@ class SQLiteWorker:
         """
         if self._closed:
             raise ClosedError(f"SQLite connection {self._name!r} is closed")
-        return await self._submit(fn, *args, hand_off=hand_off)
+        return await self._submit(fn, *args)
 
     @property
     def idle(self) -> bool:
@@ -142,7 +141,13 @@ class SQLiteWorker:
         """
         if self._closed:
             raise ClosedError(f"SQLite connection {self._name!r} is closed")
-        self._put(fn, args, asyncio.get_running_loop(), on_done, hand_off)
+        if hand_off and self._outstanding == 0:
+            started = threading.Event()
+            self._put(_started_first(started, fn), args, asyncio.get_running_loop(), on_done)
+            # Bounded: the thread takes the GIL from this wait, so it is a few microseconds.
+            started.wait(_HAND_OFF_WAIT)
+            return
+        self._put(fn, args, asyncio.get_running_loop(), on_done)
 
     def _put(
         self,
@@ -150,16 +155,7 @@ class SQLiteWorker:
         args: tuple[Any, ...],
         loop: asyncio.AbstractEventLoop,
         on_done: Done,
-        hand_off: bool = False,
     ) -> None:
-        if hand_off and self._outstanding == 0:
-            started = threading.Event()
-            self._outstanding += 1
-            job = _started_first(started, fn)
-            self._queue.put((job, args, loop, partial(self._answered, on_done)))
-            # Bounded: the thread takes the GIL from this wait, so it is a few microseconds.
-            started.wait(_HAND_OFF_WAIT)
-            return
         self._outstanding += 1
         self._queue.put((fn, args, loop, partial(self._answered, on_done)))
 
@@ -167,10 +163,10 @@ class SQLiteWorker:
         self._outstanding -= 1
         on_done(result, error)
 
-    async def _submit(self, fn: Callable[..., T], *args: Any, hand_off: bool = False) -> T:
+    async def _submit(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._put(fn, args, loop, partial(_settle, future), hand_off)
+        self._put(fn, args, loop, partial(_settle, future))
         with anyio.CancelScope(shield=True):
             result = await future
         return result

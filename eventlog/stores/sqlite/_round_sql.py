@@ -1,20 +1,24 @@
-"""How the SQLite backend writes a round: one packed statement, wherever it runs.
+"""How the SQLite backend writes a round: the statements of its two routes (``_rounds``).
 
-The rows of a whole round are one statement: the envelope columns (and each row's session)
+On the writer thread a round is ONE statement. The envelope columns (and each row's session)
 travel as one JSON array, payloads and hashes as two concatenated blobs sliced by offset. Each
 statement is a round trip for the GIL (released while SQLite works, taken back after), and the
 writer thread waits long for the GIL while the event loop is busy: with ``executemany`` it
-waited after every row (a 10,800-row round took seconds, not 70 ms). So a round is ONE
-statement, an insert into a temporary view whose trigger moves every session's head and
-inserts every row, run in autocommit (:func:`~._transaction.one_statement`): the write lock,
-the writes and the commit's fsync are one call, the GIL is handed back once. On the event
-loop's thread the same statement is no slower than one ``executemany`` per session (measured
-from one session up), so it is the only form a round takes.
+waited after every row (a 10,800-row round took seconds, not 70 ms). So there a round is an
+insert into a temporary view whose trigger moves every session's head and inserts every row,
+run in autocommit (:func:`~._transaction.one_statement`): the write lock, the writes and the
+commit's fsync are one call, the GIL is handed back once.
 
-JSON has one number type: an integer column gets its value only when it is a JSON integer (in
-SQLite's 64-bit range), otherwise NULL, which the NOT NULL column refuses: the round fails
-instead of storing a REAL. (The writer never hands a backend such a row; this keeps the file
-exact if one came.)
+On the event loop's thread nothing competes for the GIL, and one ``UPDATE`` and one
+``executemany`` per session in ``BEGIN IMMEDIATE`` cost less than the packed statement's JSON,
+from one session up (measured for 1 to 16 sessions of 1 and 18 rows): there a round is
+written that way, and so is a round on the thread whose packed statement found a head moved
+(rare: the sessions to fence are learnt session by session).
+
+JSON has one number type: in the packed statement an integer column gets its value only when
+it is a JSON integer (in SQLite's 64-bit range), otherwise NULL, which the NOT NULL column
+refuses: the round fails instead of storing a REAL. (The writer never hands a backend such a
+row; this keeps the file exact if one came.)
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from ..._codec import Row
 from .._batch import Batch
 from ._transaction import one_statement, transaction
 
-__all__ = ("Packed", "insert_rows", "pack", "prepare_round", "write_round")
+__all__ = ("Packed", "insert_rows", "pack", "prepare_round", "write_round", "write_round_here")
 
 _INSERT = (
     "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
@@ -69,6 +73,10 @@ _ROUND_TRIGGER = (
 _ROUND = "INSERT INTO temp.eventlog_round (heads, envelopes, datas, hashes) VALUES (?, ?, ?, ?)"
 _INSERT_PACKED = _INSERT.format(p="{p}", datas="?2", hashes="?3", envelopes="?1")
 _MOVE_HEAD = "UPDATE {p}sessions SET head = ? WHERE id = ? AND head = ? AND writer = ?"
+_INSERT_ROW = (
+    "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
+)
 _encoder = msgspec.json.Encoder()
 
 
@@ -128,6 +136,18 @@ def pack(batches: Sequence[Batch], owners: Mapping[str, str]) -> Packed:
     return _encoder.encode(heads).decode(), _packed((b.session_id, b.rows) for b in batches)
 
 
+def write_round_here(
+    connection: sqlite3.Connection, batches: Sequence[Batch], owners: Mapping[str, str]
+) -> list[str]:
+    """:func:`write_round` for the event loop's thread, one ``executemany`` per session: never
+    waits for the write lock.
+
+    :raises WriteLockBusy: another connection holds the write lock (nothing was written).
+    """
+    with transaction(connection, wait_ms=0):
+        return _write_each(connection, batches, owners)
+
+
 def write_round(
     connection: sqlite3.Connection,
     batches: Sequence[Batch],
@@ -136,16 +156,10 @@ def write_round(
     wait_ms: int,
 ) -> list[str]:
     """Write every batch whose expected head matches the stored one and whose session's lease
-    is still ``owners[session]``, in one transaction, and return the other sessions (another
-    writer moved the head or took the lease, or the session is gone; nothing of theirs is
-    written).
-
-    Waits for another connection's write lock as :func:`~._transaction.one_statement` does:
-    ``wait_ms=0`` (the event loop's thread) not at all, ``wait_ms > 0`` (the writer thread) up
-    to ``wait_ms`` once the lock is found taken.
-
-    :raises WriteLockBusy: ``wait_ms=0`` and another connection holds the write lock (nothing
-        was written).
+    is still ``owners[session]``, in one transaction (the packed statement, with ``packed``
+    from :func:`pack`), and return the other sessions (another writer moved the head or took
+    the lease, or the session is gone; nothing of theirs is written). For the writer thread:
+    waits up to ``wait_ms`` for another connection's write lock once it is found taken.
     """
     heads, (envelopes, datas, hashes) = packed
     try:
@@ -175,10 +189,21 @@ def _write_each(
         if moved.rowcount != 1:
             conflicts.append(session_id)
             continue
-        insert_rows(connection, session_id, rows)
+        _insert_each(connection, session_id, rows)
     return conflicts
 
 
+def _insert_each(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
+    connection.executemany(
+        _INSERT_ROW,
+        [
+            (session_id, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, r.hash)
+            for r in rows
+        ],
+    )
+
+
 def insert_rows(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
-    """Insert one session's rows, inside the caller's transaction."""
+    """Insert one session's rows, inside the caller's transaction, in one statement (on the
+    writer thread: a fork's or an import's rows give the GIL back once)."""
     connection.execute(_INSERT_PACKED, _packed([(session_id, rows)]))
