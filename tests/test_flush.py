@@ -13,7 +13,7 @@ import pytest
 
 from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage
 from eventlog.stores import Batch, LogStore, MemoryBackend, MemoryData
-from eventlog.stores._writer import TRANSITIONS, RoundState
+from eventlog.stores._round_state import TRANSITIONS, RoundState
 
 pytestmark = pytest.mark.anyio
 
@@ -178,25 +178,28 @@ async def test_the_writer_walks_its_named_states_from_a_flush_to_the_close() -> 
     disk = FailingDisk()
     disk.release = anyio.Event()
     store = LogStore(disk, write_delay=60)
-    writer = store._writer
-    assert writer.state is RoundState.NEW
+
+    def state() -> RoundState:
+        return store._writer.state
+
+    assert state() is RoundState.NEW
     async with store:
-        assert writer.state is RoundState.IDLE
+        assert state() is RoundState.IDLE
         a, b = await store.create(session_id="a"), await store.create(session_id="b")
         _say(a, "first round")
         async with anyio.create_task_group() as tg:
             tg.start_soon(a.flush)
             await disk.entered.wait()
-            assert writer.state is RoundState.WRITING
+            assert state() is RoundState.WRITING
             # b's flush asks for the next round while a's is written.
             _say(b, "second round")
             tg.start_soon(b.flush)
             await anyio.wait_all_tasks_blocked()
-            assert writer.state is RoundState.WRITING_ASKED
+            assert state() is RoundState.WRITING_ASKED
             disk.release.set()
-        assert writer.state is RoundState.IDLE
+        assert state() is RoundState.IDLE
         assert disk.rounds == [[("a", [0])], [("b", [0])]]
-    assert writer.state is RoundState.CLOSED
+    assert state() is RoundState.CLOSED
 
 
 async def test_a_failed_round_in_flight_fails_the_flush_that_joined_it() -> None:

@@ -19,14 +19,14 @@ or store it as REAL, PostgreSQL would fail the round) never reaches a backend: i
 rows before it are written with the round, and the session is fenced with a
 :class:`StoreWriteError` naming the seq; the other sessions of the round are not affected.
 
-The rounds are a state machine (:class:`RoundState`); every transition is listed in
-:data:`TRANSITIONS` and made by :meth:`Writer._move`, and every round that was started ends
-in :meth:`Writer._round_ended`, whichever way its write was carried.
+The rounds are a state machine (:class:`~eventlog.stores._round_state.RoundState`); every
+transition is listed in :data:`~eventlog.stores._round_state.TRANSITIONS` and made by
+:meth:`Writer._move`, and every round that was started ends in :meth:`Writer._round_ended`,
+whichever way its write was carried.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -40,9 +40,10 @@ from .._errors import BacklogFullError, ClosedError, StoreWriteError
 from .._event import Event
 from ._abilities import Pipeline
 from ._batch import Batch, StartWrite, WriteDone, WriteFunction
+from ._round_state import TRANSITIONS, Round, RoundState
 from ._tail import Tail
 
-__all__ = ("TRANSITIONS", "RoundState", "Writer")
+__all__ = ("Writer",)
 
 logger = logging.getLogger("eventlog.writer")
 
@@ -52,53 +53,6 @@ logger = logging.getLogger("eventlog.writer")
 _PIPELINE_FROM = 16
 
 _Taken = list[tuple[Tail, list[Row]]]
-
-
-class RoundState(enum.Enum):
-    """Where the writer's rounds stand."""
-
-    #: Not started yet: a round asked for fails at once (``ClosedError``).
-    NEW = "new"
-    #: No round asked for, none in flight.
-    IDLE = "idle"
-    #: The rounds task is asked for the next round; it takes what is queued when it runs.
-    ASKED = "asked"
-    #: A round's write is in flight.
-    WRITING = "writing"
-    #: A round's write is in flight and the next round was asked for meanwhile.
-    WRITING_ASKED = "writing, next asked"
-    #: Closed: commits are refused, a round asked for fails at once.
-    CLOSED = "closed"
-
-
-_S = RoundState
-#: Every transition of :class:`RoundState`, with what makes it.
-TRANSITIONS: dict[tuple[RoundState, RoundState], str] = {
-    (_S.NEW, _S.IDLE): "the store starts the writer's tasks",
-    (_S.IDLE, _S.ASKED): "a flush or the background writer asks for a round",
-    (_S.IDLE, _S.WRITING): "a round is asked for while the pipeline is due: it starts at once",
-    (_S.ASKED, _S.WRITING): "the rounds task opens the round, or the pipeline is due",
-    (_S.ASKED, _S.IDLE): "the round opened found nothing queued",
-    (_S.WRITING, _S.WRITING_ASKED): "a round is asked for while one is in flight",
-    (_S.WRITING, _S.IDLE): "the round in flight ended",
-    (_S.WRITING_ASKED, _S.IDLE): "the round in flight ended (the next is asked for again)",
-    (_S.IDLE, _S.CLOSED): "the store closed, nothing pending",
-    (_S.NEW, _S.CLOSED): "the store closed before the writer started",
-}
-
-
-class _Round:
-    """One write round; flush callers wait for it to finish.
-
-    :ivar pipelined: started at once by whoever asked (not by the rounds task).
-    """
-
-    __slots__ = ("done", "error", "pipelined")
-
-    def __init__(self, new_event: Callable[[], anyio.Event] = anyio.Event) -> None:
-        self.done = new_event()
-        self.error: BaseException | None = None
-        self.pipelined = False
 
 
 class Writer:
@@ -155,10 +109,10 @@ class Writer:
         self.pending_bytes = 0
         #: The tails with queued events or rows, in queueing order (a dict as an ordered set).
         self.waiting: dict[Tail, None] = {}
-        self._next_round = _Round()
+        self._next_round = Round()
         # The round whose write is in flight (states WRITING and WRITING_ASKED). Rounds never
         # overlap: a batch's expected head is the durable seq of the round before.
-        self._in_flight: _Round | None = None
+        self._in_flight: Round | None = None
         self._round_wanted = anyio.Event()
         self._wake = anyio.Event()
         #: Whether ``_wake`` is set (read on every commit: cheaper than asking the event).
@@ -301,13 +255,9 @@ class Writer:
             await self._round_wanted.wait()
             self._round_wanted = self._new_event()
             if self._state is RoundState.ASKED:  # else a flush started it (pipelined)
-                round_, taken = self._open()
+                round_, taken = self._begin()
                 if taken:
-                    self._move(RoundState.WRITING)
-                    self._in_flight = round_
                     await self._write_taken(self._batches(taken), self._ender(round_, taken))
-                else:
-                    self._move(RoundState.IDLE)
 
     async def aclose(self) -> None:
         """Write what is pending (best effort, shielded) and stop accepting commits.
@@ -326,13 +276,13 @@ class Writer:
 
     # -- asking for and starting rounds --------------------------------------------------------
 
-    async def _next_round_done(self) -> _Round:
+    async def _next_round_done(self) -> Round:
         """Ask for the next round and return it once it finished."""
         round_ = self._ask_for_round()
         await round_.done.wait()
         return round_
 
-    def _ask_for_round(self) -> _Round:
+    def _ask_for_round(self) -> Round:
         """Ask for the next round (after the one in flight, if any) and return it."""
         state = self._state
         if state is RoundState.WRITING:
@@ -365,16 +315,13 @@ class Writer:
         queued = len(self.waiting)
         return queued >= _PIPELINE_FROM and 2 * queued >= max(self._last_sizes) > 0
 
-    def _start_round(self) -> _Round:
+    def _start_round(self) -> Round:
         """Take everything queued and start its write now, on the backend's thread or in a task
         of its own; return the round (the one in flight, or one done at once when nothing was
         queued)."""
-        round_, taken = self._open()
+        round_, taken = self._begin()
         if not taken:
-            self._move(RoundState.IDLE)
             return round_
-        self._move(RoundState.WRITING)
-        self._in_flight = round_
         round_.pipelined = True
         batches = self._batches(taken)
         done = self._ender(round_, taken)
@@ -389,10 +336,10 @@ class Writer:
             done((), exc)
         return round_
 
-    def _open(self) -> tuple[_Round, _Taken]:
+    def _open(self) -> tuple[Round, _Taken]:
         """Make the next round current with everything queued, as rows (rows of a failed round
         first, then new events); with nothing queued it is done at once."""
-        round_, self._next_round = self._next_round, _Round(self._new_event)
+        round_, self._next_round = self._next_round, Round(self._new_event)
         waiting, self.waiting = self.waiting, {}
         taken = []
         for tail in waiting:
@@ -402,6 +349,17 @@ class Writer:
                 taken.append((tail, rows))
         if not taken:
             round_.done.set()
+        return round_, taken
+
+    def _begin(self) -> tuple[Round, _Taken]:
+        """Open the next round (see :meth:`_open`): in flight, or, with nothing queued, done
+        and the writer idle."""
+        round_, taken = self._open()
+        if taken:
+            self._move(RoundState.WRITING)
+            self._in_flight = round_
+        else:
+            self._move(RoundState.IDLE)
         return round_, taken
 
     @staticmethod
@@ -420,7 +378,7 @@ class Writer:
         else:
             done(conflicts, None)
 
-    def _fail_at_once(self) -> _Round:
+    def _fail_at_once(self) -> Round:
         """The writer is not running: the next round fails at once with everything queued
         (kept for a retry that will not come: ``flush`` says the store is closed)."""
         round_, taken = self._open()
@@ -431,13 +389,13 @@ class Writer:
 
     # -- the end of a round --------------------------------------------------------------------
 
-    def _ender(self, round_: _Round, taken: _Taken) -> WriteDone:
+    def _ender(self, round_: Round, taken: _Taken) -> WriteDone:
         """The one way a started round ends (see :meth:`_round_ended`)."""
         return partial(self._round_ended, round_, taken)
 
     def _round_ended(
         self,
-        round_: _Round,
+        round_: Round,
         taken: _Taken,
         conflicts: Collection[str],
         error: BaseException | None,
@@ -466,7 +424,7 @@ class Writer:
 
     def _outcome(
         self,
-        round_: _Round,
+        round_: Round,
         taken: _Taken,
         conflicts: Collection[str],
         error: BaseException | None,
