@@ -375,6 +375,7 @@ class Backend(Protocol):
         Called only when :attr:`abilities` says :attr:`~eventlog.stores.Pipeline.THREAD`.
 
         :raises ClosedError: the backend is closed (nothing was started).
+        :raises TypeError: the backend declares no such pipeline (this default).
         """
         raise TypeError(f"{type(self).__name__} writes no round on a thread of its own")
 

@@ -17,6 +17,10 @@ __all__ = ("TRANSITIONS", "Round", "RoundState")
 class RoundState(enum.Enum):
     """Where the writer's rounds stand."""
 
+    # Members are singletons: hashed by identity, in C (``Enum`` hashes the name in Python,
+    # and every transition is looked up in TRANSITIONS).
+    __hash__ = object.__hash__
+
     #: Not started yet: a round asked for fails at once (``ClosedError``).
     NEW = "new"
     #: No round asked for, none in flight.
