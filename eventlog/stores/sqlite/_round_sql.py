@@ -10,10 +10,13 @@ run in autocommit (:func:`~._transaction.one_statement`): the write lock, the wr
 commit's fsync are one call, the GIL is handed back once.
 
 On the event loop's thread nothing competes for the GIL, and one ``UPDATE`` and one
-``executemany`` per session in ``BEGIN IMMEDIATE`` cost less than the packed statement's JSON,
-from one session up (measured for 1 to 16 sessions of 1 and 18 rows): there a round is
-written that way, and so is a round on the thread whose packed statement found a head moved
-(rare: the sessions to fence are learnt session by session).
+``executemany`` per session in ``BEGIN IMMEDIATE`` cost less than the packed statement's JSON
+for a round of one or two sessions; from three sessions on, the per-statement cost of the
+sessions outweighs it and the packed statement is used there too (``_PACKED_FROM``, measured:
+one session of 18 rows 129 against 161 µs, 256 sessions of one row 10.7 against 6.3 ms, on a
+file in /dev/shm so the figures show the statements, not the fsync). A round on the thread
+whose packed statement found a head moved (rare) is written again session by session, the
+same way, to learn which sessions to fence.
 
 JSON has one number type: in the packed statement an integer column gets its value only when
 it is a JSON integer (in SQLite's 64-bit range), otherwise NULL, which the NOT NULL column
@@ -78,6 +81,9 @@ _INSERT_ROW = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
 )
 _encoder = msgspec.json.Encoder()
+#: Sessions in a round from which the packed statement beats one statement per session on the
+#: event loop's thread (see the module's docstring).
+_PACKED_FROM = 3
 
 
 def prepare_round(connection: sqlite3.Connection) -> None:
@@ -139,11 +145,13 @@ def pack(batches: Sequence[Batch], owners: Mapping[str, str]) -> Packed:
 def write_round_here(
     connection: sqlite3.Connection, batches: Sequence[Batch], owners: Mapping[str, str]
 ) -> list[str]:
-    """:func:`write_round` for the event loop's thread, one ``executemany`` per session: never
-    waits for the write lock.
+    """:func:`write_round` for the event loop's thread: never waits for the write lock; a
+    round of fewer than ``_PACKED_FROM`` sessions is one ``executemany`` per session.
 
     :raises WriteLockBusy: another connection holds the write lock (nothing was written).
     """
+    if len(batches) >= _PACKED_FROM:
+        return write_round(connection, batches, owners, pack(batches, owners), 0)
     with transaction(connection, wait_ms=0):
         return _write_each(connection, batches, owners)
 
@@ -158,8 +166,10 @@ def write_round(
     """Write every batch whose expected head matches the stored one and whose session's lease
     is still ``owners[session]``, in one transaction (the packed statement, with ``packed``
     from :func:`pack`), and return the other sessions (another writer moved the head or took
-    the lease, or the session is gone; nothing of theirs is written). For the writer thread:
-    waits up to ``wait_ms`` for another connection's write lock once it is found taken.
+    the lease, or the session is gone; nothing of theirs is written). Waits up to ``wait_ms``
+    for another connection's write lock once it is found taken (``0``: not at all).
+
+    :raises WriteLockBusy: ``wait_ms=0`` and the lock is taken (nothing was written).
     """
     heads, (envelopes, datas, hashes) = packed
     try:
