@@ -11,7 +11,7 @@ thread. Driver errors are translated in :func:`~._errors.translated`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -221,10 +221,14 @@ class SQLiteBackend(Backend):
         """:meth:`_call_writer` without waiting: ``on_done(result, error)`` on the loop."""
         self._writer.submit(on_done, waiting_for_lock, self._busy_timeout_ms, fn, *args)
 
-    async def write(self, batches: Sequence[Batch]) -> Collection[str]:
-        """See :meth:`Backend.write`; where it is written is chosen by ``_rounds``."""
+    def write(self, batches: Sequence[Batch]) -> Coroutine[Any, Any, Collection[str]]:
+        """See :meth:`Backend.write`; where it is written is chosen by ``_rounds`` (whose
+        coroutine this returns: a round awaits one frame less).
+
+        :raises ClosedError: the store is closed (raised here, before a coroutine is made).
+        """
         self._check()
-        return await self._rounds.write(batches)
+        return self._rounds.write(batches)
 
     def start_write(self, batches: Sequence[Batch], done: WriteDone) -> None:
         """See :meth:`Backend.start_write`: the writer's pipelined rounds, on the writer
