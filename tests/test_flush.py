@@ -13,6 +13,7 @@ import pytest
 
 from eventlog import APPEND, Message, Session, StoreWriteError, UserMessage
 from eventlog.stores import Batch, LogStore, MemoryBackend, MemoryData
+from eventlog.stores._round_state import TRANSITIONS, RoundState
 
 pytestmark = pytest.mark.anyio
 
@@ -167,6 +168,38 @@ async def test_a_flush_whose_events_are_in_flight_returns_with_that_round() -> N
         assert b_durable_when_a_returned == [-1]
         assert disk.rounds == [[("a", [0])], [("b", [0])]]
         assert (a.durable, b.durable) == (0, 0)
+
+
+async def test_the_writer_walks_its_named_states_from_a_flush_to_the_close() -> None:
+    """The rounds are a state machine whose every transition is listed (and checked as it is
+    made): a flush asks, the rounds task writes, a flush during the write asks for the next
+    round, the end of the write starts it, and the close ends the machine."""
+    assert {state for pair in TRANSITIONS for state in pair} == set(RoundState)
+    disk = FailingDisk()
+    disk.release = anyio.Event()
+    store = LogStore(disk, write_delay=60)
+
+    def state() -> RoundState:
+        return store._writer.state
+
+    assert state() is RoundState.NEW
+    async with store:
+        assert state() is RoundState.IDLE
+        a, b = await store.create(session_id="a"), await store.create(session_id="b")
+        _say(a, "first round")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.flush)
+            await disk.entered.wait()
+            assert state() is RoundState.WRITING
+            # b's flush asks for the next round while a's is written.
+            _say(b, "second round")
+            tg.start_soon(b.flush)
+            await anyio.wait_all_tasks_blocked()
+            assert state() is RoundState.WRITING_ASKED
+            disk.release.set()
+        assert state() is RoundState.IDLE
+        assert disk.rounds == [[("a", [0])], [("b", [0])]]
+    assert state() is RoundState.CLOSED
 
 
 async def test_a_failed_round_in_flight_fails_the_flush_that_joined_it() -> None:

@@ -17,7 +17,7 @@ Three rules over every module of ``eventlog``, ``projections``, ``recovery`` and
   modules, and those importing their siblings, is a tree; a private module that imports its own
   package's facade (``from eventlog import X`` inside ``eventlog._x``, while ``eventlog``
   imports ``eventlog._x``) names the ``__init__`` and closes a cycle, which the test reports.
-- **No library module over 500 lines**, but for the files :data:`_BEING_SPLIT` lists.
+- **No library module over 500 lines.**
 - **The agent loop apart.** The tools that read stores (``agent.cli``, ``agent.web``,
   ``agent.report``, ``agent.otel``) and the framework integrations (``agent.integrations``)
   never reach the agent loop (``agent._loop``), directly or through any module they import
@@ -38,16 +38,6 @@ from tests.test_facades import MODULES, ROOT, _imports
 
 #: The longest a library module may be (docs/architecture.md: small modules, one concept each).
 MAX_LINES = 500
-#: Modules over :data:`MAX_LINES` that are being split in this round of work (issue 27), each
-#: by its own branch; the list is emptied when those branches are merged. A listed file that is
-#: already within the limit fails the test, so the list only shrinks and never goes stale.
-_BEING_SPLIT = frozenset(
-    {
-        "eventlog/stores/_writer.py",
-        "eventlog/stores/sqlite/_backend.py",
-        "eventlog/stores/postgres/_backend.py",
-    }
-)
 #: The agent loop's package, and the tools and integrations that stand apart from it.
 LOOP = "agent._loop"
 APART = ("agent.cli", "agent.web", "agent.report", "agent.otel", "agent.integrations")
@@ -160,36 +150,21 @@ def test_no_import_cycle_anywhere() -> None:
 # -- no module over 500 lines -----------------------------------------------------------------
 
 
-def _oversized(
-    lines: Mapping[str, int], being_split: frozenset[str]
-) -> tuple[list[str], list[str]]:
-    """The files over :data:`MAX_LINES` not being split, and those listed as being split that
-    are already within it."""
-    over = [f"{path}: {n} lines" for path, n in sorted(lines.items()) if n > MAX_LINES]
-    unlisted = [entry for entry in over if entry.partition(":")[0] not in being_split]
-    stale = [
-        f"{path}: {lines[path]} lines"
-        for path in sorted(being_split)
-        if lines.get(path, 0) <= MAX_LINES
-    ]
-    return unlisted, stale
+def _oversized(lines: Mapping[str, int]) -> list[str]:
+    """The files over :data:`MAX_LINES`, each with its length."""
+    return [f"{path}: {n} lines" for path, n in sorted(lines.items()) if n > MAX_LINES]
 
 
 def test_the_size_checker_names_the_file_and_its_length() -> None:
-    lines = {"pkg/_long.py": 501, "pkg/_fine.py": 500, "pkg/_split.py": 900, "pkg/_done.py": 120}
-    assert _oversized(lines, frozenset({"pkg/_split.py"})) == (["pkg/_long.py: 501 lines"], [])
-    assert _oversized(lines, frozenset({"pkg/_split.py", "pkg/_done.py"}))[1] == [
-        "pkg/_done.py: 120 lines"
-    ]
+    lines = {"pkg/_long.py": 501, "pkg/_fine.py": 500, "pkg/_short.py": 120}
+    assert _oversized(lines) == ["pkg/_long.py: 501 lines"]
 
 
 def test_no_library_module_over_500_lines() -> None:
     lines = {
         str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in MODULES.values()
     }
-    unlisted, stale = _oversized(lines, _BEING_SPLIT)
-    assert unlisted == [], "split these into modules of one concept each"
-    assert stale == [], "these are split: delete them from _BEING_SPLIT"
+    assert _oversized(lines) == [], "split these into modules of one concept each"
 
 
 # -- the agent loop apart ---------------------------------------------------------------------

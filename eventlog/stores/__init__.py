@@ -17,6 +17,7 @@ from .._codec import (
     verify_rows,
 )
 from .._session_ports import DEFAULT_MAX_EVENT_BYTES
+from ._abilities import BackendAbilities, Pipeline
 from ._admit import Departure, check_import
 from ._base import (
     Backend,
@@ -26,17 +27,15 @@ from ._base import (
     SessionInfo,
     SessionRecord,
     Snapshots,
-    StartsWrites,
     Store,
-    WritesElsewhere,
 )
+from ._batch import Batch
 from ._lease_state import writer_alive
 from ._loader import LogLoader
 from ._logstore import DEFAULT_SNAPSHOT_EVERY, DEFAULT_TRIM_EVERY, LogStore
 from ._memory import MemoryBackend, MemoryData
 from ._states import DEFAULT_SNAPSHOT_STATES
 from ._url import open_store
-from ._writer import Batch
 
 __all__ = (
     "DEFAULT_MAX_EVENT_BYTES",
@@ -55,6 +54,7 @@ __all__ = (
     "verify_rows",
     "BackgroundTask",
     "Backend",
+    "BackendAbilities",
     "Batch",
     "Departure",
     "LeaseReader",
@@ -63,12 +63,11 @@ __all__ = (
     "MaskedUrl",
     "MemoryBackend",
     "MemoryData",
+    "Pipeline",
     "SessionInfo",
     "SessionRecord",
     "Snapshots",
-    "StartsWrites",
     "Store",
-    "WritesElsewhere",
     "open_store",
     "writer_alive",
 )

@@ -10,7 +10,7 @@ payload classes. Guarantees are documented here once; implementations do not rep
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import anyio
 import msgspec
@@ -21,7 +21,8 @@ from .._errors import SessionBusyError, SessionNotFoundError
 from .._event import Event
 from .._message import Message
 from .._session import Session
-from ._writer import Batch
+from ._abilities import BackendAbilities
+from ._batch import Batch, WriteDone
 
 __all__ = (
     "Backend",
@@ -31,8 +32,6 @@ __all__ = (
     "SessionInfo",
     "SessionRecord",
     "Snapshots",
-    "StartsWrites",
-    "WritesElsewhere",
     "ATTACHMENT_COLUMNS",
     "SNAPSHOT_COLUMNS",
     "TABLE_COLUMNS",
@@ -367,6 +366,20 @@ class Backend(Protocol):
         """
         ...
 
+    #: What the store's writer may do with this backend's write rounds (data, read once when
+    #: the store is built); a backend that declares nothing is written one round at a time.
+    abilities: ClassVar[BackendAbilities] = BackendAbilities()
+
+    def start_write(self, batches: Sequence[Batch], done: WriteDone) -> None:
+        """Start :meth:`write` of ``batches`` on the backend's own thread now and return at
+        once; ``done(conflicts, error)`` is called on the event loop's thread when it ended.
+        Called only when :attr:`abilities` says :attr:`~eventlog.stores.Pipeline.THREAD`.
+
+        :raises ClosedError: the backend is closed (nothing was started).
+        :raises TypeError: the backend declares no such pipeline (this default).
+        """
+        raise TypeError(f"{type(self).__name__} writes no round on a thread of its own")
+
     async def acquire_lease(self, session_id: str, owner: str) -> None:
         """Record ``owner`` as the session's writer; take over a lease whose owner is gone.
 
@@ -425,36 +438,6 @@ class BackgroundTask(Protocol):
     ) -> None:
         """Run until cancelled; call ``task_status.started()`` once running."""
         ...
-
-
-@runtime_checkable
-class StartsWrites(Protocol):
-    """A backend that writes on a thread of its own and can start a write there without a
-    task waiting for it (SQLite): the writer then pipelines many sessions flushing in step as
-    two alternating rounds (see :class:`~eventlog.stores._writer.Writer`)."""
-
-    def start_write(
-        self,
-        batches: Sequence[Batch],
-        done: Callable[[Collection[str], BaseException | None], None],
-    ) -> None:
-        """Start :meth:`Backend.write` of ``batches`` now and return at once; ``done(conflicts,
-        error)`` is called on the event loop's thread when it ended.
-
-        :raises ClosedError: the backend is closed (nothing was started).
-        """
-        ...
-
-
-@runtime_checkable
-class WritesElsewhere(Protocol):
-    """A backend whose write round is done by a database server, not by this process
-    (PostgreSQL): while a round is in flight the event loop is free, so the writer pipelines
-    many sessions flushing in step as it does for :class:`StartsWrites`, each pipelined round
-    written in a task of its own (see :class:`~eventlog.stores._writer.Writer`)."""
-
-    #: ``True``: pipeline the rounds.
-    writes_elsewhere: bool
 
 
 @runtime_checkable

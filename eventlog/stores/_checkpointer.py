@@ -22,10 +22,10 @@ from .._session import Session
 from .._session_ports import StoredEvents
 from .._snapshot_state import CachedState, SnapshotState
 from ._base import Backend, Snapshots
+from ._batch import Batch, StartWrite, WriteDone, WriteFunction
 from ._snapshot_check import usable_snapshot
 from ._snapshots import Restored, encode_snapshot, keep_surface_rows
 from ._trim import trim_window
-from ._writer import Batch, StartWrite, WriteDone, WriteFunction
 
 __all__ = ("Checkpointer",)
 

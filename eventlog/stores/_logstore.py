@@ -50,9 +50,7 @@ from ._base import (
     BackgroundTask,
     SessionInfo,
     SessionRecord,
-    StartsWrites,
     Store,
-    WritesElsewhere,
 )
 from ._checkpointer import Checkpointer
 from ._fork import fork_log
@@ -157,10 +155,8 @@ class LogStore(StoreTools, Store):
         )
         self._writer = Writer(
             checkpointer.keeping_rows(backend.write),
-            start=checkpointer.starting_keeping_rows(backend.start_write)
-            if isinstance(backend, StartsWrites)
-            else None,
-            pipeline=isinstance(backend, WritesElsewhere) and backend.writes_elsewhere,
+            start=checkpointer.starting_keeping_rows(backend.start_write),
+            pipeline=backend.abilities.pipeline,
             write_delay=write_delay,
             max_pending_bytes=max_pending_bytes,
         )

@@ -24,8 +24,8 @@ from ._base import (
     delete_refused,
     session_not_found,
 )
+from ._batch import Batch
 from ._owners import owner_alive
-from ._writer import Batch
 
 __all__ = ("MemoryBackend", "MemoryData")
 

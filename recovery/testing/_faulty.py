@@ -1,8 +1,8 @@
 """``FaultyStore``: a store whose Nth write fails, or whose process "crashes" at the Nth write.
 
 The fault sits on the write rounds every store shares (:meth:`Backend.write`, and
-:meth:`~eventlog.stores.StartsWrites.start_write` where the backend pipelines rounds on a
-thread of its own), so it wraps any backend: memory, SQLite, PostgreSQL. Rounds are counted
+:meth:`~eventlog.stores.Backend.start_write` where the backend pipelines rounds on a thread of
+its own), so it wraps any backend: memory, SQLite, PostgreSQL. Rounds are counted
 from 0 in the order the store's writer issues them, whichever of the two routes carries them.
 
 - ``fail_at=N`` (with ``failures=k``): writes ``N .. N+k-1`` raise
@@ -35,6 +35,7 @@ from anyio.abc import TaskStatus
 from eventlog import SessionInfo, StoreWriteError
 from eventlog.stores import (
     Backend,
+    BackendAbilities,
     BackgroundTask,
     Batch,
     LeaseReader,
@@ -43,8 +44,6 @@ from eventlog.stores import (
     Row,
     SessionRecord,
     Snapshots,
-    StartsWrites,
-    WritesElsewhere,
 )
 
 __all__ = ("ROUTES", "FaultyBackend", "FaultyStore", "SimulatedCrash")
@@ -85,7 +84,9 @@ class FaultyBackend(Backend):
     """A :class:`~eventlog.stores.Backend` that injects faults into its write rounds.
 
     It has exactly the optional abilities of the backend it wraps (``FaultyBackend(b)`` is an
-    instance of a subclass adding them), each defined here, so each goes through the fault.
+    instance of a subclass adding them, and declaring the same
+    :class:`~eventlog.stores.BackendAbilities`), each defined here, so each goes through the
+    fault.
 
     :ivar writes: how many write rounds were attempted so far (the next round's index).
     :ivar crashed: True once the simulated crash happened.
@@ -95,7 +96,7 @@ class FaultyBackend(Backend):
         was exercised: e.g. ``routes["start_write"]`` for SQLite's pipelined rounds).
     """
 
-    _classes: ClassVar[dict[frozenset[type], type[FaultyBackend]]] = {}
+    _classes: ClassVar[dict[tuple[frozenset[type], BackendAbilities], type[FaultyBackend]]] = {}
 
     def __new__(cls, backend: Backend, **_faults: Any) -> FaultyBackend:
         if cls is FaultyBackend:
@@ -212,6 +213,24 @@ class FaultyBackend(Backend):
     async def get_attachment(self, digest: str) -> bytes | None:
         return await self.inner.get_attachment(digest)
 
+    def start_write(
+        self,
+        batches: Sequence[Batch],
+        done: Callable[[Collection[str], BaseException | None], None],
+    ) -> None:
+        inner = self.inner
+        error, lands = self._next_round("start_write")
+        if error is None:
+            inner.start_write(batches, done)
+            return
+        if not lands:
+            raise error  # nothing started: the writer ends the round with the error
+
+        def landed(_conflicts: Collection[str], failed: BaseException | None) -> None:
+            done((), failed if failed is not None else error)
+
+        inner.start_write(batches, landed)
+
     def __getattr__(self, name: str) -> Any:
         # Plain attributes of the backend (a path, a schema) pass through; a method must be one
         # of the routes defined here, so a new write route cannot bypass the fault unnoticed.
@@ -226,27 +245,6 @@ class FaultyBackend(Backend):
 
 
 # -- the optional abilities, each defined so it goes through the fault --------------------------
-
-
-class _StartsWrites(FaultyBackend):
-    def start_write(
-        self,
-        batches: Sequence[Batch],
-        done: Callable[[Collection[str], BaseException | None], None],
-    ) -> None:
-        inner = self.inner
-        assert isinstance(inner, StartsWrites)
-        error, lands = self._next_round("start_write")
-        if error is None:
-            inner.start_write(batches, done)
-            return
-        if not lands:
-            raise error  # nothing started: the writer ends the round with the error
-
-        def landed(_conflicts: Collection[str], failed: BaseException | None) -> None:
-            done((), failed if failed is not None else error)
-
-        inner.start_write(batches, landed)
 
 
 class _Snapshots(FaultyBackend):
@@ -294,14 +292,6 @@ class _Background(FaultyBackend):
             tg.cancel_scope.cancel()
 
 
-class _WritesElsewhere(FaultyBackend):
-    @property
-    def writes_elsewhere(self) -> bool:
-        inner = self.inner
-        assert isinstance(inner, WritesElsewhere)
-        return inner.writes_elsewhere
-
-
 class _MaskedUrl(FaultyBackend):
     @property
     def display_url(self) -> str:
@@ -311,11 +301,9 @@ class _MaskedUrl(FaultyBackend):
 
 
 _ABILITIES: tuple[tuple[type, type[FaultyBackend]], ...] = (
-    (StartsWrites, _StartsWrites),
     (Snapshots, _Snapshots),
     (LeaseReader, _LeaseReader),
     (BackgroundTask, _Background),
-    (WritesElsewhere, _WritesElsewhere),
     (MaskedUrl, _MaskedUrl),
 )
 
@@ -323,11 +311,13 @@ _ABILITIES: tuple[tuple[type, type[FaultyBackend]], ...] = (
 def _with_abilities_of(backend: Backend) -> type[FaultyBackend]:
     """The subclass of :class:`FaultyBackend` with exactly ``backend``'s optional abilities."""
     has = frozenset(ability for ability, _ in _ABILITIES if isinstance(backend, ability))
-    found = FaultyBackend._classes.get(has)
+    key = (has, backend.abilities)
+    found = FaultyBackend._classes.get(key)
     if found is None:
         bases = tuple(mixin for ability, mixin in _ABILITIES if ability in has)
-        found = type("FaultyBackend", (*bases, FaultyBackend), {"__module__": __name__})
-        FaultyBackend._classes[has] = found
+        namespace = {"__module__": __name__, "abilities": backend.abilities}
+        found = type("FaultyBackend", (*bases, FaultyBackend), namespace)
+        FaultyBackend._classes[key] = found
     return found
 
 

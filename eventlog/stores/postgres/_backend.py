@@ -43,6 +43,7 @@ from ..._errors import (
     SessionExistsError,
     ValidationError,
 )
+from .._abilities import BackendAbilities, Pipeline
 from .._base import (
     Backend,
     SessionInfo,
@@ -50,12 +51,13 @@ from .._base import (
     rows_in_chunks,
     session_not_found,
 )
-from .._writer import Batch
+from .._batch import Batch
 from ._attachments import insert_attachment, select_attachment
 from ._delete import delete_session
 from ._errors import DRIVER_ERRORS, translate
 from ._leases import Leases
 from ._listen import Listener, Notifier
+from ._rounds import landed_rest, row_columns, write_round
 from ._snapshots import SnapshotMethods
 from ._sql import Statements, setup_schema
 from ._url import malformed, split_url
@@ -93,7 +95,7 @@ class PostgresBackend(SnapshotMethods, Backend):
 
     #: The server writes a round while the event loop goes on, so the store pipelines many
     #: sessions flushing in step (each pipelined round sent from a task of its own).
-    writes_elsewhere = True
+    abilities = BackendAbilities(pipeline=Pipeline.TASK)
 
     def __init__(
         self,
@@ -262,7 +264,7 @@ class PostgresBackend(SnapshotMethods, Backend):
                         f"session {record.id!r} already exists", session_id=record.id
                     )
                 if rows:
-                    await conn.execute(self._sql.insert_rows, record.id, *_row_columns(rows))
+                    await conn.execute(self._sql.insert_rows, record.id, *row_columns(rows))
 
     async def get_session(self, session_id: str) -> SessionRecord:
         self._check_open(session_id)
@@ -362,45 +364,19 @@ class PostgresBackend(SnapshotMethods, Backend):
 
     async def _write_round(self, conn: Any, batches: Sequence[Batch]) -> set[str]:
         """Write ``batches`` in one statement; return the sessions in conflict."""
-        rows = [row for b in batches for row in b.rows]
-        conflicts, _ = await conn.fetchrow(
-            self._sql.write,
-            [b.session_id for b in batches],
-            [self._leases.owner(b.session_id) for b in batches],
-            [b.expected_head for b in batches],
-            [b.rows[-1].seq for b in batches],
-            self.lease_ttl,
-            [b.session_id for b in batches for _ in b.rows],
-            *_row_columns(rows),
-            self._sql.channel if self._notify_in_transaction else None,
+        channel = self._sql.channel if self._notify_in_transaction else None
+        return await write_round(
+            conn, self._sql.write, batches, self._leases.owner, self.lease_ttl, channel
         )
-        return set(conflicts)
 
     async def _resume_landed(
         self, conn: Any, batches: Sequence[Batch], conflicts: set[str]
     ) -> set[str]:
-        """Of the sessions in conflict, those whose earlier round committed although its reply
-        was lost (the stored head lies inside the batch and its hash is ours) are not
-        conflicts: the rest of their batch is written. Return the remaining conflicts."""
-        doubtful = [b for b in batches if b.session_id in conflicts]
-        stored = {
-            sid: (head, digest)
-            for sid, head, digest in await conn.fetch(
-                self._sql.stored_heads,
-                [b.session_id for b in doubtful],
-                [self._leases.owner(b.session_id) for b in doubtful],
-            )
-        }
-        landed: set[str] = set()
-        rest: list[Batch] = []
-        for batch in doubtful:
-            head, digest = stored.get(batch.session_id, (None, None))
-            first, last = batch.rows[0].seq, batch.rows[-1].seq
-            if head is None or not first <= head <= last or batch.rows[head - first].hash != digest:
-                continue
-            landed.add(batch.session_id)
-            if head < last:
-                rest.append(Batch(batch.session_id, head, batch.rows[head - first + 1 :]))
+        """See :func:`~._rounds.landed_rest`: the conflicts left once the rounds whose reply
+        was lost are recognised (and the rest of their batches written)."""
+        landed, rest = await landed_rest(
+            conn, self._sql.stored_heads, batches, conflicts, self._leases.owner
+        )
         if rest:
             landed -= await self._write_round(conn, rest)
         return conflicts - landed
@@ -472,20 +448,6 @@ class PostgresBackend(SnapshotMethods, Backend):
         if stored is None or stored > head:
             return
         await changed.wait()
-
-
-def _row_columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
-    """The rows as column arrays, in the order the statements take them."""
-    return (
-        [r.seq for r in rows],
-        [r.type for r in rows],
-        [r.time for r in rows],
-        [r.surface for r in rows],
-        [r.sources for r in rows],
-        [r.ignorable for r in rows],
-        [r.data.decode() for r in rows],
-        [r.hash for r in rows],
-    )
 
 
 def _info(record: Any) -> SessionInfo:

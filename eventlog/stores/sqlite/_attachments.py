@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 
 from ..._attachments import MENTION, mentioned_digests, replaces, unmentioned
+from ._schema import has_table
 from ._transaction import transaction
 
 __all__ = ("forget_attachments", "insert_attachment", "select_attachment")
@@ -45,10 +46,10 @@ def select_attachment(connection: sqlite3.Connection, digest: str) -> bytes | No
     """The stored bytes of ``digest``, or ``None`` (also when no attachment was ever stored)."""
     try:
         return _select(connection, digest)
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
+    except sqlite3.OperationalError:
+        if has_table(connection, "attachments"):
+            raise
+        return None
 
 
 def _select(connection: sqlite3.Connection, digest: str) -> bytes | None:

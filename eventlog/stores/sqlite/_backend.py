@@ -1,51 +1,17 @@
 """The SQLite backend: ``sqlite:///path.db``, the embedded default store.
 
-One file holds many sessions (docs/stores.md). A writer connection in WAL mode, owned by one thread,
-writes each group-commit round as one ``BEGIN IMMEDIATE`` transaction in one thread hop; a
-reader connection serves ``read``, ``follow``, ``list`` and loads on the event loop's thread
-(see :meth:`SQLiteBackend._read` for why), so reads never wait behind a commit on the writer
-thread. Driver errors are translated in :func:`_translated`.
-
-A round that holds nearly every session written in the last 50 ms (at most one in eight left
-out: one agent flushing after its turn, or many agents in step, whose next commits all wait for
-this one) is written on the event loop's own thread instead, when it is small
-(``inline_write_bytes``, 256 KiB by default), the writer thread is idle and no other process
-holds the write lock: the two thread switches of a hand-off cost a large share of a small
-durable commit, the flush callers wait for all of it, and the loop has no other session's work
-to overlap with it. The price: the event loop is
-blocked for that commit, fsync included (a slow disk's hiccup shows there too). This policy is
-the backend's alone (see :meth:`SQLiteBackend.write`); the store's writer only awaits ``write``.
-
-Many sessions flushing in step are written as two alternating rounds the store's writer
-starts on the thread itself (:meth:`SQLiteBackend.start_write`, the writer's pipeline), each
-while the other half of the sessions commit on the loop.
-
-Every other round goes to the thread, because there the event loop keeps running during the
-commit: other sessions commit meanwhile and share the next round's fsync (group commit), and
-the background writer's rounds overlap the app's work. A round that would wait for another
-process's write lock goes to the thread too, so the loop never waits for ``busy_timeout``.
-``inline_write_bytes=0`` sends every round to the thread.
-
-Known limit of the thread: it needs the GIL to start a round and to finish it, and while the
-event loop is busy with Python work it rarely gets it (the loop releases the GIL at every poll
-and takes it straight back, so the waiting thread never asks for a forced switch). A packed
-round is one statement (see ``_ops``), so it needs the GIL twice, not once per statement, and a
-pipelined round is handed off (``SQLiteWorker.submit(hand_off=True)``: the loop waits until the
-thread is inside SQLite). Such a round is late, never lost, and a flush waits for it like for
-any other.
-
-The figures behind these choices (``python -m benchmarks sqlite`` prints both write paths;
-``python -m benchmarks many`` the many-session rounds) are in ``benchmarks/SQLITE.md`` and
-``benchmarks/MANY.md``.
+One file holds many sessions (docs/stores.md). A writer connection in WAL mode, owned by one
+thread, writes each group-commit round as one transaction, on the event loop's thread or that
+thread (``_rounds`` says which, and why; ``_round_sql`` has the statements); a reader
+connection serves ``read``, ``follow``, ``list`` and loads on the event loop's thread (see
+:meth:`SQLiteBackend._read` for why), so reads never wait behind a commit on the writer
+thread. Driver errors are translated in :func:`~._errors.translated`.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -53,13 +19,17 @@ import anyio
 import anyio.lowlevel
 
 from ..._codec import Row
-from ..._errors import ClosedError, CorruptLogError, EventLogError, StoreWriteError, ValidationError
+from ..._errors import ClosedError, ValidationError
+from .._abilities import BackendAbilities, Pipeline
 from .._base import Backend, SessionInfo, SessionRecord, rows_in_chunks
-from .._writer import Batch, WriteDone
+from .._batch import Batch, WriteDone
 from . import _ops as ops
 from ._attachments import insert_attachment, select_attachment
 from ._delete import delete_session
+from ._errors import translated
 from ._liveness import LeaseLocks, writer_alive
+from ._round_sql import prepare_round
+from ._rounds import Rounds
 from ._schema import (
     SYNCHRONOUS,
     check_table_prefix,
@@ -69,6 +39,7 @@ from ._schema import (
     reserve_wal,
 )
 from ._snapshots import insert_snapshot, select_hashes, select_snapshot
+from ._transaction import waiting_for_lock
 from ._worker import Done, SQLiteWorker
 
 __all__ = ("SQLITE_OPTIONS", "SQLiteBackend", "parse_sqlite_url")
@@ -85,21 +56,10 @@ SQLITE_OPTIONS = (
 
 #: Rows per read hop: large enough that a load is a few hops, small enough to stream.
 _CHUNK = 1000
-_DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
-#: Seconds since its last write during which another session counts as active (its commits
-#: would join the next round, so a round is not written on the loop's thread then).
-_ACTIVE_WINDOW = 0.05
-#: A round is written on the loop's thread while at most one active session in this many is
-#: left out of it (see `SQLiteBackend._holds_most_active`).
-_LEFT_OUT_RATIO = 8
 
 
 def _ignore(_result: object, _error: BaseException | None) -> None:
     """Completion of a best-effort job (``reserve_wal`` swallows its own failures)."""
-
-
-def _payload_bytes(batches: Sequence[Batch]) -> int:
-    return sum([len(row.data) for batch in batches for row in batch.rows])
 
 
 def parse_sqlite_url(url: str) -> str:
@@ -118,29 +78,10 @@ def parse_sqlite_url(url: str) -> str:
     return path
 
 
-@contextmanager
-def _translated(
-    path: str, action: str, *, write: bool, session_id: str | None = None
-) -> Iterator[None]:
-    """Turn a driver error into this library's error, chaining the cause."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        message = f"SQLite database {path}: {action} failed: {exc}"
-        if getattr(exc, "sqlite_errorname", "") in _DAMAGED:
-            raise CorruptLogError(
-                message,
-                session_id=session_id,
-                hint="the file is damaged or is not an eventlog database",
-            ) from exc
-        if write:
-            raise StoreWriteError(message, session_id=session_id) from exc
-        raise EventLogError(message, session_id=session_id) from exc
-    except OverflowError as exc:  # a Python int beyond SQLite's 64 bits, bound as a parameter
-        message = f"SQLite database {path}: {action} failed: {exc}"
-        if write:
-            raise StoreWriteError(message, session_id=session_id) from exc
-        raise EventLogError(message, session_id=session_id) from exc
+def _prepare_writer(connection: sqlite3.Connection, path: str) -> None:
+    """The schema (see :func:`prepare_schema`), then the writer connection's round statement."""
+    prepare_schema(connection, path)
+    prepare_round(connection)
 
 
 class SQLiteBackend(Backend):
@@ -191,11 +132,10 @@ class SQLiteBackend(Backend):
         self.table_prefix = check_table_prefix(table_prefix)
         self.path = path
         self.durability = durability
-        self._inline_write_bytes = inline_write_bytes
         self._busy_timeout_ms = int(busy_timeout * 1000)
         self._poll_interval = float(poll_interval)
         # The writer connection itself waits for no lock: calls on its thread wait through
-        # `ops.waiting_for_lock`, the on-loop write never waits (see `start_write`).
+        # `waiting_for_lock`, the on-loop write never waits (see `start_write`).
         connect = partial(
             connect_writer,
             path,
@@ -208,6 +148,14 @@ class SQLiteBackend(Backend):
         # The owner token of each lease this store holds: every write checks it is still the
         # session's writer (a stale writer is fenced, never writes into a re-created session).
         self._held: dict[str, str] = {}
+        self._rounds = Rounds(
+            path,
+            self._writer,
+            self._held,
+            busy_timeout_ms=self._busy_timeout_ms,
+            inline_write_bytes=inline_write_bytes,
+            written=self._notify,
+        )
         # Tells other processes which leases this store holds, without a write (`_liveness`).
         self._locks = LeaseLocks(path)
         # Used on the event loop's thread only (see `_read`).
@@ -218,8 +166,9 @@ class SQLiteBackend(Backend):
         # a store only read from (``list``, ``read``, an auditor's copy) never writes 4.5 MiB.
         # Only with power-loss durability does each commit fsync the WAL.
         self._wal_reserved = durability != "power-loss"
-        # When each session was last written (see `_alone`).
-        self._recent: OrderedDict[str, float] = OrderedDict()
+
+    #: Pipelined rounds start on the writer thread (see ``_rounds``).
+    abilities = BackendAbilities(pipeline=Pipeline.THREAD)
 
     def __repr__(self) -> str:
         return f"<SQLiteBackend {self.path!r} durability={self.durability!r}>"
@@ -229,9 +178,9 @@ class SQLiteBackend(Backend):
     async def start(self) -> None:
         self._changed = anyio.Event()
         try:
-            with _translated(self.path, "opening the database", write=True):
+            with translated(self.path, "opening the database", write=True):
                 await self._writer.start()
-                await self._call_writer(prepare_schema, self.path)
+                await self._call_writer(_prepare_writer, self.path)
                 self._reader = connect_reader(
                     self.path, busy_timeout=self._busy_timeout, prefix=self.table_prefix
                 )
@@ -266,113 +215,36 @@ class SQLiteBackend(Backend):
     async def _call_writer(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)`` on the writer thread, waiting up to ``busy_timeout`` for
         another process's lock."""
-        return await self._writer.call(ops.waiting_for_lock, self._busy_timeout_ms, fn, *args)
+        return await self._writer.call(waiting_for_lock, self._busy_timeout_ms, fn, *args)
 
     def _submit_writer(self, on_done: Done, fn: Callable[..., Any], *args: Any) -> None:
         """:meth:`_call_writer` without waiting: ``on_done(result, error)`` on the loop."""
-        self._writer.submit(on_done, ops.waiting_for_lock, self._busy_timeout_ms, fn, *args)
+        self._writer.submit(on_done, waiting_for_lock, self._busy_timeout_ms, fn, *args)
 
-    async def write(self, batches: Sequence[Batch]) -> Collection[str]:
-        """See :meth:`Backend.write`. A small round of sessions that are alone is written on
-        the loop's thread when the writer thread is idle (see the module's docstring); every
-        other round, and one that would wait for another process's write lock, on the thread."""
-        self._check()
-        most = self._holds_most_active(b.session_id for b in batches)
-        if most and self._writer.idle and _payload_bytes(batches) <= self._inline_write_bytes:
-            try:
-                with _translated(self.path, "writing events", write=True):
-                    conflicts = self._writer.run_here(ops.write_batches_now, batches, self._held)
-            except ops.WriteLockBusy:
-                pass  # another process is writing: the thread waits for the lock instead
-            else:
-                self._notify()
-                return conflicts
-        # The thread reads its own copy of the owners while the loop may take or release leases,
-        # and gets the round's statement parameters ready-made (see `ops.pack`).
-        owners = self._owners_of(batches)
-        written = await self._writer.call(
-            self._write_batches, batches, owners, ops.pack(batches, owners)
-        )
-        self._notify()
-        return written
+    def write(self, batches: Sequence[Batch]) -> Coroutine[Any, Any, Collection[str]]:
+        """See :meth:`Backend.write`; where it is written is chosen by ``_rounds`` (whose
+        coroutine this returns: a round awaits one frame less).
 
-    def start_write(self, batches: Sequence[Batch], done: WriteDone) -> None:
-        """The write of :meth:`write`, started on the writer thread now (see
-        :data:`~eventlog.stores._writer.StartWrite`): the writer's pipelined rounds. ``done``
-        gets the conflicts or the (translated) error on the event loop's thread.
-
-        :raises ClosedError: the store is closed (nothing was started).
+        :raises ClosedError: the store is closed (raised here, before a coroutine is made).
         """
         self._check()
-        self._note_written(b.session_id for b in batches)
-        owners = self._owners_of(batches)
+        return self._rounds.write(batches)
 
-        def finished(result: Collection[str] | None, error: BaseException | None) -> None:
-            if error is None:
-                self._notify()
-            done(result or (), error)
-
-        self._writer.submit(
-            finished,
-            self._write_batches,
-            batches,
-            owners,
-            ops.pack(batches, owners),
-            hand_off=True,
-        )
-
-    def _holds_most_active(self, session_ids: Iterable[str]) -> bool:
-        """Whether these sessions are (nearly) all that were written during the last
-        ``_ACTIVE_WINDOW``: a lone agent, or many in step. Only sessions left out of the round
-        have work the loop could do while the thread commits (and such a session is likely to
-        commit again soon, sharing the next round), so a thread hop gains something only when
-        they are more than one in ``_LEFT_OUT_RATIO`` of the round. Notes them as written (see
-        :meth:`_note_written`)."""
-        ids = set(session_ids)
-        left_out = self._note_written(ids)
-        return left_out * _LEFT_OUT_RATIO <= len(ids)
-
-    def _note_written(self, session_ids: Iterable[str]) -> int:
-        """Note these sessions as written now, in the window of recently written sessions the
-        inline-write decision reads; return how many others the window holds."""
-        now = time.monotonic()
-        recent = self._recent
-        # Oldest first (each session written moves to the end), so the stale ones are a prefix:
-        # a round costs its own sessions and those that went stale, not every recent one.
-        while recent:
-            seen = recent[next(iter(recent))]
-            if now - seen <= _ACTIVE_WINDOW:
-                break
-            recent.popitem(last=False)
-        ids = session_ids if isinstance(session_ids, set) else set(session_ids)
-        left_out = len(recent) - sum([1 for sid in ids if sid in recent])
-        for sid in ids:
-            recent[sid] = now
-            recent.move_to_end(sid)
-        return left_out
-
-    def _owners_of(self, batches: Sequence[Batch]) -> dict[str, str]:
-        return {b.session_id: self._held.get(b.session_id, "") for b in batches}
-
-    def _write_batches(
-        self,
-        connection: sqlite3.Connection,
-        batches: Sequence[Batch],
-        owners: dict[str, str],
-        packed: ops.Packed,
-    ) -> Collection[str]:
-        with _translated(self.path, "writing events", write=True):
-            return ops.write_batches(connection, batches, owners, self._busy_timeout_ms, packed)
+    def start_write(self, batches: Sequence[Batch], done: WriteDone) -> None:
+        """See :meth:`Backend.start_write`: the writer's pipelined rounds, on the writer
+        thread."""
+        self._check()
+        self._rounds.start(batches, done)
 
     async def create_session(self, record: SessionRecord, rows: Sequence[Row] = ()) -> None:
         self._check()
-        with _translated(self.path, "creating a session", write=True, session_id=record.id):
+        with translated(self.path, "creating a session", write=True, session_id=record.id):
             await self._call_writer(ops.insert_session, record, rows)
         self._notify()
 
     async def acquire_lease(self, session_id: str, owner: str) -> None:
         self._check()
-        with _translated(self.path, "taking the writer lease", write=True, session_id=session_id):
+        with translated(self.path, "taking the writer lease", write=True, session_id=session_id):
             # The lock first: a token that says it is held must be (a refused open leaves it
             # to the release or the close: it is never consulted while another holds the lease).
             token = self._locks.hold(owner, session_id)
@@ -395,7 +267,7 @@ class SQLiteBackend(Backend):
             del self._held[session_id]
         try:
             self._check()
-            with _translated(
+            with translated(
                 self.path, "releasing the writer lease", write=True, session_id=session_id
             ):
                 await self._call_writer(ops.release_lease, session_id, token)
@@ -404,7 +276,7 @@ class SQLiteBackend(Backend):
 
     async def delete_session(self, session_id: str, owner: str, *, force: bool = False) -> None:
         self._check()
-        with _translated(self.path, "deleting a session", write=True, session_id=session_id):
+        with translated(self.path, "deleting a session", write=True, session_id=session_id):
             await self._call_writer(
                 delete_session, session_id, self._locks.stored(owner, session_id), force
             )
@@ -412,29 +284,29 @@ class SQLiteBackend(Backend):
 
     async def put_attachment(self, digest: str, data: bytes) -> None:
         self._check()
-        with _translated(self.path, f"storing attachment {digest}", write=True):
+        with translated(self.path, f"storing attachment {digest}", write=True):
             await self._call_writer(insert_attachment, digest, data)
 
     async def write_snapshot(self, session_id: str, seq: int, hash: bytes, data: bytes) -> bool:
         self._check()
-        with _translated(self.path, "storing a snapshot", write=True, session_id=session_id):
+        with translated(self.path, "storing a snapshot", write=True, session_id=session_id):
             return await self._call_writer(insert_snapshot, session_id, seq, hash, data)
 
     # -- reads (the reader connection) ---------------------------------------------------------
 
     async def read_snapshot(self, session_id: str) -> tuple[int, bytes, bytes] | None:
         self._check()
-        with _translated(self.path, "reading a snapshot", write=False, session_id=session_id):
+        with translated(self.path, "reading a snapshot", write=False, session_id=session_id):
             return await self._read(select_snapshot, session_id)
 
     async def read_hashes(self, session_id: str, seqs: Sequence[int]) -> dict[int, bytes]:
         self._check()
-        with _translated(self.path, "reading hashes", write=False, session_id=session_id):
+        with translated(self.path, "reading hashes", write=False, session_id=session_id):
             return await self._read(select_hashes, session_id, seqs)
 
     async def get_attachment(self, digest: str) -> bytes | None:
         self._check()
-        with _translated(self.path, f"reading attachment {digest}", write=False):
+        with translated(self.path, f"reading attachment {digest}", write=False):
             return await self._read(select_attachment, digest)
 
     async def _read(self, fn: Callable[..., T], *args: Any) -> T:
@@ -458,7 +330,7 @@ class SQLiteBackend(Backend):
 
     async def get_session(self, session_id: str) -> SessionRecord:
         self._check()
-        with _translated(self.path, "reading a session", write=False, session_id=session_id):
+        with translated(self.path, "reading a session", write=False, session_id=session_id):
             return await self._read(ops.select_session, session_id)
 
     async def read_rows(
@@ -468,7 +340,7 @@ class SQLiteBackend(Backend):
         # the GIL).
         async def fetch(seq: int, count: int) -> Sequence[Row]:
             self._check()
-            with _translated(self.path, "reading events", write=False, session_id=session_id):
+            with translated(self.path, "reading events", write=False, session_id=session_id):
                 return await self._read(ops.select_rows, session_id, seq, count)
 
         try:
@@ -482,7 +354,7 @@ class SQLiteBackend(Backend):
 
     async def list_sessions(self, after: str | None, limit: int) -> list[SessionInfo]:
         self._check()
-        with _translated(self.path, "listing sessions", write=False):
+        with translated(self.path, "listing sessions", write=False):
             return await self._read(ops.select_infos, after, limit)
 
     async def wait_for_change(self, session_id: str, head: int) -> None:
@@ -492,7 +364,7 @@ class SQLiteBackend(Backend):
         while not self._closed:
             changed = self._changed
             assert changed is not None  # started
-            with _translated(self.path, "following events", write=False, session_id=session_id):
+            with translated(self.path, "following events", write=False, session_id=session_id):
                 version, stored = await self._read(ops.poll_head, session_id, head, version)
             if stored is None or stored > head:
                 return

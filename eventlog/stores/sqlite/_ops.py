@@ -9,7 +9,7 @@ connection (:class:`~._schema.PrefixedConnection`) puts the store's ``table_pref
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -17,9 +17,9 @@ import msgspec
 from ..._codec import Row
 from ..._errors import CorruptLogError, SessionBusyError, SessionExistsError
 from .._base import SessionInfo, SessionRecord, session_not_found
-from .._writer import Batch
 from ._liveness import HOLDER, holder_alive, holder_of
-from ._transaction import WriteLockBusy, one_statement, transaction, waiting_for_lock
+from ._round_sql import insert_rows
+from ._transaction import transaction
 
 __all__ = (
     "acquire_lease",
@@ -31,65 +31,8 @@ __all__ = (
     "select_session",
     "stored_holder",
     "UndecodableRow",
-    "Packed",
-    "WriteLockBusy",
-    "pack",
-    "write_batches",
-    "waiting_for_lock",
-    "write_batches_now",
 )
 
-# The rows of a whole round are one statement: the envelope columns (and each row's session)
-# travel as one JSON array, payloads and hashes as two concatenated blobs sliced by offset. Each
-# statement is a round trip for the GIL (released while SQLite works, taken back after), and
-# the writer thread waits long for the GIL while the event loop is busy: with `executemany` it
-# waited after every row (a 10,800-row round took seconds, not 70 ms). So a packed round is ONE
-# statement, an insert into a temporary view whose trigger moves every session's head and
-# inserts every row, run in autocommit (`_transaction.one_statement`): the write lock, the
-# writes and the commit's fsync are one call, the GIL is handed back once. JSON has one number
-# type: an integer column gets its value only when it is a JSON integer (in SQLite's 64-bit
-# range), otherwise NULL, which the NOT NULL column refuses: the round fails instead of storing
-# a REAL. (The writer never hands a backend such a row; this keeps the file exact if one came.)
-_INSERT = (
-    "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
-    "SELECT json_extract(j.value, '$[10]'), "
-    "iif(typeof(json_extract(j.value, '$[0]')) = 'integer', json_extract(j.value, '$[0]'), NULL), "
-    "json_extract(j.value, '$[1]'), "
-    "iif(typeof(json_extract(j.value, '$[2]')) = 'integer', json_extract(j.value, '$[2]'), NULL), "
-    "json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]'), "
-    "json_extract(j.value, '$[5]'), "
-    "CAST(substr({datas}, json_extract(j.value, '$[6]'), json_extract(j.value, '$[7]')) AS TEXT), "
-    "substr({hashes}, json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]')) "
-    "FROM json_each({envelopes}) AS j"
-)
-#: The message of the packed round's abort when a head or lease did not match.
-_HEAD_MOVED = "eventlog: a head or lease moved"
-# The packed round's view and trigger, in the writer connection's own TEMP schema (made once
-# per connection). The trigger moves the heads that still equal the expected ones and whose
-# lease is still the writer's (``[session, new head, expected head, owner]`` per session: a stale
-# writer never writes into a session deleted and created again meanwhile, whose head may well
-# be the one it expects), aborts the whole statement (nothing written) unless every session's
-# head moved, then inserts the rows.
-_ROUND_VIEW = (
-    "CREATE TEMP VIEW IF NOT EXISTS eventlog_round (heads, envelopes, datas, hashes) "
-    "AS SELECT NULL, NULL, NULL, NULL"
-)
-_ROUND_TRIGGER = (
-    "CREATE TEMP TRIGGER IF NOT EXISTS eventlog_round_write "
-    "INSTEAD OF INSERT ON eventlog_round BEGIN "
-    "UPDATE {p}sessions SET head = j.value ->> 1 FROM json_each(NEW.heads) AS j "
-    "WHERE {p}sessions.id = j.value ->> 0 AND {p}sessions.head = j.value ->> 2 "
-    "AND {p}sessions.writer = j.value ->> 3; "
-    f"SELECT RAISE(ABORT, '{_HEAD_MOVED}') WHERE changes() != json_array_length(NEW.heads); "
-    + _INSERT.format(p="{p}", datas="NEW.datas", hashes="NEW.hashes", envelopes="NEW.envelopes")
-    + "; END"
-)
-_ROUND = "INSERT INTO temp.eventlog_round (heads, envelopes, datas, hashes) VALUES (?, ?, ?, ?)"
-_INSERT_PACKED = _INSERT.format(p="{p}", datas="?2", hashes="?3", envelopes="?1")
-_INSERT_ROW = (
-    "INSERT INTO {p}events (session_id, seq, type, time, surface, sources, ignorable, data, hash) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?)"
-)
 _SELECT_ROWS = (
     "SELECT seq, type, time, surface, sources, ignorable, CAST(data AS BLOB), hash FROM {p}events "
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
@@ -102,169 +45,6 @@ _SELECT_RAW_ROWS = (
     "WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
 )
 _metadata_decoder = msgspec.json.Decoder(dict[str, Any])
-_encoder = msgspec.json.Encoder()
-
-
-def _packed(batches: Iterable[tuple[str, Sequence[Row]]]) -> tuple[str, bytes, bytes]:
-    """The envelopes, payloads and hashes of :data:`_INSERT` for each ``(session_id, rows)``
-    (the JSON bound as TEXT: SQLite 3.45+ would read a BLOB as its binary JSONB format)."""
-    envelopes: list[tuple[Any, ...]] = []
-    datas: list[bytes] = []
-    hashes: list[bytes] = []
-    push, push_data, push_hash = envelopes.append, datas.append, hashes.append
-    data_at = hash_at = 1  # substr() counts from 1
-    for session_id, rows in batches:
-        for r in rows:
-            data, digest = r.data, r.hash
-            size, hash_size = len(data), len(digest)
-            push(
-                (
-                    r.seq,
-                    r.type,
-                    r.time,
-                    r.surface,
-                    r.sources,
-                    r.ignorable,
-                    data_at,
-                    size,
-                    hash_at,
-                    hash_size,
-                    session_id,
-                )
-            )
-            data_at += size
-            hash_at += hash_size
-            push_data(data)
-            push_hash(digest)
-    return _encoder.encode(envelopes).decode(), b"".join(datas), b"".join(hashes)
-
-
-#: The parameters of the packed round: the heads' JSON, then the envelopes, payloads and
-#: hashes (see :data:`_ROUND_TRIGGER`).
-Packed = tuple[str, tuple[str, bytes, bytes]]
-
-
-def pack(batches: Sequence[Batch], owners: Mapping[str, str]) -> Packed:
-    """The parameters of a round's packed statements (built on the event loop's thread before
-    the round goes to the writer thread: Python work there waits for the GIL)."""
-    heads = [
-        (b.session_id, b.rows[-1].seq, b.expected_head, owners.get(b.session_id, ""))
-        for b in batches
-    ]
-    return _encoder.encode(heads).decode(), _packed((b.session_id, b.rows) for b in batches)
-
-
-def write_batches(
-    connection: sqlite3.Connection,
-    batches: Sequence[Batch],
-    owners: Mapping[str, str],
-    busy_timeout_ms: int,
-    packed: Packed | None = None,
-) -> list[str]:
-    """Write every batch whose expected head matches the stored one and whose session's lease
-    is still ``owners[session]``, in one transaction, and return the other sessions (another
-    writer moved the head or took the lease, or the session is gone; nothing of theirs is
-    written).
-
-    For the writer thread: waits up to ``busy_timeout_ms`` for another process's write lock,
-    and writes the round in one statement (see :data:`_ROUND_TRIGGER`), with ``packed`` (see
-    :func:`pack`) when given.
-    """
-    if _write_packed(connection, batches, packed or pack(batches, owners), busy_timeout_ms):
-        return []
-    # A head moved under its session, or a session is gone (rare: those sessions are fenced):
-    # the round is written again session by session, to learn which.
-    with transaction(connection, wait_ms=busy_timeout_ms):
-        return _write_each(connection, batches, owners, _insert_packed)
-
-
-#: Sessions in a round from which the packed statements beat one statement per session on the
-#: event loop's thread (there, each statement costs no GIL hand-off; the packed JSON costs
-#: more than ``executemany`` for a session or two).
-_PACKED_FROM = 3
-
-
-def write_batches_now(
-    connection: sqlite3.Connection, batches: Sequence[Batch], owners: Mapping[str, str]
-) -> list[str]:
-    """:func:`write_batches` for the event loop's thread: never waits for the write lock (the
-    writer connection's own busy timeout is zero; see :func:`waiting_for_lock`).
-
-    :raises WriteLockBusy: another connection holds the write lock (nothing was written).
-    """
-    if len(batches) >= _PACKED_FROM and _write_packed(
-        connection, batches, pack(batches, owners), 0
-    ):
-        return []
-    # On this thread nothing competes for the GIL, so ``executemany`` (one GIL round trip per
-    # row) is the cheapest insert of a small round.
-    with transaction(connection, wait_ms=0):
-        return _write_each(connection, batches, owners, _insert_each)
-
-
-def _write_packed(
-    connection: sqlite3.Connection, batches: Sequence[Batch], packed: Packed, wait_ms: int
-) -> bool:
-    """The round in one statement (see :data:`_ROUND_TRIGGER`), its own transaction. ``True``:
-    committed; ``False``: some head or lease did not match, nothing was written.
-
-    :raises WriteLockBusy: ``wait_ms=0`` and another connection holds the write lock.
-    """
-    heads, (envelopes, datas, hashes) = packed
-    parameters = (heads, envelopes, datas, hashes)
-    try:
-        try:
-            one_statement(connection, _ROUND, parameters, wait_ms=wait_ms)
-        except sqlite3.OperationalError as exc:
-            if "no such table: temp.eventlog_round" not in str(exc):
-                raise
-            # The connection's first packed round: its TEMP view and trigger (they are the
-            # connection's own, gone with it), then the round.
-            connection.execute(_ROUND_VIEW)
-            connection.execute(_ROUND_TRIGGER)
-            one_statement(connection, _ROUND, parameters, wait_ms=wait_ms)
-    except sqlite3.IntegrityError as exc:
-        if str(exc) == _HEAD_MOVED:
-            return False
-        raise
-    return True
-
-
-def _insert_packed(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
-    connection.execute(_INSERT_PACKED, _packed([(session_id, rows)]))
-
-
-def _insert_each(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
-    connection.executemany(
-        _INSERT_ROW,
-        [
-            (session_id, r.seq, r.type, r.time, r.surface, r.sources, r.ignorable, r.data, r.hash)
-            for r in rows
-        ],
-    )
-
-
-def _write_each(
-    connection: sqlite3.Connection,
-    batches: Sequence[Batch],
-    owners: Mapping[str, str],
-    insert: Callable[[sqlite3.Connection, str, Sequence[Row]], None],
-) -> list[str]:
-    """The body of a write round, session by session, inside the caller's transaction: the
-    sessions whose head or lease check failed (nothing of theirs written)."""
-    conflicts = []
-    for session_id, expected_head, rows in batches:
-        # The tail check, the lease check and the head move are one statement: it matches no
-        # row when another writer moved the head or holds the lease (or the session is gone).
-        moved = connection.execute(
-            "UPDATE {p}sessions SET head = ? WHERE id = ? AND head = ? AND writer = ?",
-            (rows[-1].seq, session_id, expected_head, owners.get(session_id, "")),
-        )
-        if moved.rowcount != 1:
-            conflicts.append(session_id)
-            continue
-        insert(connection, session_id, rows)
-    return conflicts
 
 
 def insert_session(
@@ -290,7 +70,7 @@ def insert_session(
                 f"session {record.id!r} already exists", session_id=record.id
             ) from exc
         if rows:
-            _insert_packed(connection, record.id, rows)
+            insert_rows(connection, record.id, rows)
 
 
 def select_session(connection: sqlite3.Connection, session_id: str) -> SessionRecord:
@@ -345,7 +125,9 @@ def select_rows(
     try:
         found = connection.execute(_SELECT_ROWS, (session_id, from_seq, count)).fetchall()
     except sqlite3.OperationalError as exc:
-        if "decode" not in str(exc):
+        # An error the sqlite3 module raises itself, not SQLite (it carries no SQLite error
+        # code): the one such error of a fetch is a text column whose bytes do not decode.
+        if getattr(exc, "sqlite_errorcode", None) is not None:
             raise
         raise _undecodable(connection, session_id, from_seq, count) from exc
     if not found:

@@ -28,6 +28,7 @@ __all__ = (
     "check_table_prefix",
     "connect_reader",
     "connect_writer",
+    "has_table",
     "prepare_schema",
     "reserve_wal",
 )
@@ -143,6 +144,16 @@ def connect_reader(path: str, *, busy_timeout: float, prefix: str = "") -> sqlit
         connection.close()
         raise
     return connection
+
+
+def has_table(connection: sqlite3.Connection, name: str) -> bool:
+    """Whether the store's table ``name`` (``{p}name``) exists. SQLite reports a statement on
+    a missing table with its generic code (``SQLITE_ERROR``), so a read of a table made on
+    first use (snapshots, attachments) that fails asks the schema, not the message."""
+    found = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{p}' || ?", (name,)
+    )
+    return found.fetchone() is not None
 
 
 def prepare_schema(connection: sqlite3.Connection, path: str) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import msgspec
 
 from .._snapshots import stored_snapshot
+from ._schema import has_table
 from ._transaction import transaction
 
 __all__ = ("delete_snapshot", "insert_snapshot", "select_hashes", "select_snapshot")
@@ -53,10 +54,10 @@ def select_snapshot(
         found = connection.execute(
             "SELECT seq, hash, data FROM {p}snapshots WHERE session_id = ?", (session_id,)
         ).fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
+    except sqlite3.OperationalError:
+        if has_table(connection, "snapshots"):
+            raise
+        return None
     return None if found is None else stored_snapshot(session_id, *found)
 
 
@@ -64,8 +65,8 @@ def delete_snapshot(connection: sqlite3.Connection, session_id: str) -> None:
     """Delete the session's snapshot, inside the caller's transaction (no table: nothing)."""
     try:
         connection.execute("DELETE FROM {p}snapshots WHERE session_id = ?", (session_id,))
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
+    except sqlite3.OperationalError:
+        if has_table(connection, "snapshots"):
             raise
 
 
