@@ -6,27 +6,20 @@ whether the extra is installed or not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from eventlog import (
     APPEND,
-    AssistantMessage,
     Message,
     MessageSource,
-    Part,
     Session,
     SessionNotFoundError,
     StepEnd,
     StepStart,
-    TextPart,
-    ToolCallPart,
-    ToolResult,
     ToolResultPart,
     TurnEnd,
     TurnStart,
-    UserMessage,
     ValidationError,
     check_payload,
     check_room,
@@ -38,13 +31,19 @@ from projections import timeline, to_openai_responses
 from recovery import repair, scan
 
 from ._openai_agents_events import CLEAR, ITEMS, POP, Cleared, Items, Popped, SessionItems
+from ._openai_agents_items import assistant_parts as _assistant_parts
+from ._openai_agents_items import checked as _checked
+from ._openai_agents_items import core as _core
+from ._openai_agents_items import groups as _groups
+from ._openai_agents_items import kind as _kind
+from ._openai_agents_items import same as _same
+from ._openai_agents_items import user_parts as _user_parts
 
 __all__ = ("EventlogSession",)
 
 _MODEL = MessageSource(kind="model")
 _USER = MessageSource(kind="user")
 _TOOL = MessageSource(kind="tool")
-_ASSISTANT_TYPES = frozenset({"function_call"})
 #: Id prefix of a reply the hooks logged before the SDK added it.
 _HOOKED = "oa-hooks-"
 #: An upper bound of the stored payload of a turn or step event (``{"turn":N,"reason":...}``).
@@ -389,106 +388,3 @@ class _Staged:
     group: list[dict[str, Any]]
     message: Message | None
     spelled: bool
-
-
-def _core(kind: str, turn: int, step: int, message: Message) -> tuple[str, Any]:
-    """The core event (type and payload) carrying ``message`` of a group of ``kind``."""
-    if kind == "user":
-        return "user/message", UserMessage(message=message)
-    if kind == "assistant":
-        return "assistant/message", AssistantMessage(turn=turn, step=step, message=message)
-    return "tool/result", ToolResult(turn=turn, step=step, message=message)
-
-
-def _checked(items: object) -> list[dict[str, Any]]:
-    if not isinstance(items, list | tuple):
-        raise ValidationError(f"session items must be a list, got {type(items).__name__}")
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise ValidationError(
-                f"Expected a JSON object, got `{type(item).__name__}` - at `$[{i}]` (session items)"
-            )
-    return list(items)
-
-
-def _kind(item: dict[str, Any]) -> str:
-    """``user``, ``assistant``, ``output`` (a core equivalent exists) or ``other``."""
-    type_ = item.get("type", "message")
-    if not isinstance(type_, str):
-        return "other"
-    if type_ == "message" and item.get("role") == "user" and _user_texts(item) is not None:
-        return "user"
-    if type_ == "message" and item.get("role") == "assistant" and _output_texts(item):
-        return "assistant"
-    if type_ in _ASSISTANT_TYPES and all(
-        isinstance(item.get(key), str) for key in ("call_id", "name", "arguments")
-    ):
-        return "assistant"
-    if type_ == "function_call_output" and isinstance(item.get("output"), str):
-        return "output" if isinstance(item.get("call_id"), str) else "other"
-    return "other"
-
-
-def _user_texts(item: dict[str, Any]) -> list[str] | None:
-    content = item.get("content")
-    if isinstance(content, str):
-        return [content]
-    if (
-        isinstance(content, list)
-        and content
-        and all(
-            isinstance(c, dict) and c.get("type") == "input_text" and isinstance(c.get("text"), str)
-            for c in content
-        )
-    ):
-        return [c["text"] for c in content]
-    return None
-
-
-def _output_texts(item: dict[str, Any]) -> bool:
-    content = item.get("content")
-    return isinstance(content, list) and all(
-        isinstance(c, dict) and c.get("type") == "output_text" and isinstance(c.get("text"), str)
-        for c in content
-    )
-
-
-def _user_parts(item: dict[str, Any]) -> tuple[Part, ...]:
-    return tuple(TextPart(text=text) for text in _user_texts(item) or ())
-
-
-def _assistant_parts(group: list[dict[str, Any]]) -> tuple[Part, ...]:
-    parts: list[Part] = []
-    for item in group:
-        if item.get("type") == "function_call":
-            parts.append(
-                ToolCallPart(id=item["call_id"], name=item["name"], arguments=item["arguments"])
-            )
-        else:
-            parts.extend(TextPart(text=c["text"]) for c in item["content"])
-    return tuple(parts)
-
-
-def _groups(items: Iterable[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Consecutive assistant items (one model reply) form one group; every other item is a
-    group of its own."""
-    groups: list[tuple[str, list[dict[str, Any]]]] = []
-    for item in items:
-        kind = _kind(item)
-        if kind == "assistant" and groups and groups[-1][0] == "assistant":
-            groups[-1][1].append(item)
-        else:
-            groups.append((kind, [item]))
-    return groups
-
-
-def _same(logged: list[dict[str, Any]], added: list[dict[str, Any]]) -> bool:
-    """Whether the SDK's items are the reply the hooks logged (by call ids and texts: the SDK
-    may spell ids and status fields differently between the two)."""
-    return [_signature(item) for item in logged] == [_signature(item) for item in added]
-
-
-def _signature(item: dict[str, Any]) -> tuple[Any, ...]:
-    if item.get("type") == "function_call":
-        return ("function_call", item.get("call_id"), item.get("name"), item.get("arguments"))
-    return ("message", tuple(c.get("text") for c in item.get("content", ())))
