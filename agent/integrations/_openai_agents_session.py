@@ -6,8 +6,12 @@ whether the extra is installed or not.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 from eventlog import (
     APPEND,
@@ -28,7 +32,7 @@ from eventlog import (
 )
 from eventlog.stores import LogStore
 from projections import timeline, to_openai_responses
-from recovery import repair, scan
+from recovery import repair
 
 from ._openai_agents_events import CLEAR, ITEMS, POP, Cleared, Items, Popped, SessionItems
 from ._openai_agents_items import assistant_parts as _assistant_parts
@@ -38,14 +42,16 @@ from ._openai_agents_items import groups as _groups
 from ._openai_agents_items import kind as _kind
 from ._openai_agents_items import same as _same
 from ._openai_agents_items import user_parts as _user_parts
+from ._openai_agents_runs import HOOKED as _HOOKED
+from ._openai_agents_runs import RunWatch, close_left, close_turn, reason_of
+from ._openai_agents_runs import interrupted as _interrupted
+from ._openai_agents_runs import replied as _replied
 
 __all__ = ("EventlogSession",)
 
 _MODEL = MessageSource(kind="model")
 _USER = MessageSource(kind="user")
 _TOOL = MessageSource(kind="tool")
-#: Id prefix of a reply the hooks logged before the SDK added it.
-_HOOKED = "oa-hooks-"
 #: An upper bound of the stored payload of a turn or step event (``{"turn":N,"reason":...}``).
 _BOUNDARY_BYTES = 64
 
@@ -75,6 +81,7 @@ class EventlogSession:
         self._fold = SessionItems()
         # Items the hooks already logged as a core event (seq), awaiting the SDK's add_items.
         self._prelogged: list[tuple[int, list[dict[str, Any]]]] = []
+        self._runs = RunWatch()
 
     @classmethod
     async def open(
@@ -123,7 +130,7 @@ class EventlogSession:
 
         return EventlogHooks(self)
 
-    async def get_items(self, limit: int | None = None) -> list[Any]:
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[Any]:
         """The live items, oldest first; with ``limit`` (else ``session_settings.limit``) the
         latest ``limit`` of them.
 
@@ -132,7 +139,12 @@ class EventlogSession:
         later calls fold only what was appended since). With a limit, until that fold exists,
         only the end of the log is read: a window of events from the head, widened until it
         holds ``limit`` items (or reaches the start, or a ``clear``).
+
+        ``wrapper`` (as on every method) is the SDK run's ``RunContextWrapper``, which the
+        ``Runner`` passes: the first call of a new run closes the turn the previous run left
+        open (see :meth:`add_items`), so the items returned include its answers.
         """
+        await self._enter(wrapper)
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
         if limit is not None and type(limit) is not int:
@@ -145,8 +157,16 @@ class EventlogSession:
             return []
         return [dict(item) for item in await self._latest(limit)]
 
-    async def add_items(self, items: list[Any]) -> None:
+    async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
         """Append ``items`` (Responses-API input items); durable when it returns.
+
+        A run's items (``wrapper`` is the ``RunContextWrapper`` the ``Runner`` passes) go in a
+        turn: its input opens one, each model reply a step. The first call of a new run first
+        closes the turn the previous run left open: a run that raised (the hooks saw no
+        ``on_agent_end``) is closed ``error``, ``aborted`` if its task was cancelled, its
+        unanswered calls answered as recovery answers them; so the new run starts turn N+1 at
+        step 1. Input an app adds outside any run (no ``wrapper``) opens no
+        turn: it waits for the run that answers it, and nothing in the log says a run was cut.
 
         All or nothing: every event the call appends is built and checked before the first is
         appended, so a refused call appends nothing and a retry adds no copy.
@@ -157,15 +177,18 @@ class EventlogSession:
             the store's ``max_event_bytes``; the message names the item's path.
         """
         checked = _checked(items)
+        # The previous run's turn is closed whatever this call's items turn out to be.
+        await self._enter(wrapper)
         staged = [self._stage(kind, group) for kind, group in _groups(checked)]
         self._check(staged)
         for entry in staged:
-            self._log_group(entry)
+            self._log_group(entry, in_run=self._runs.running)
         await self.log.flush()
 
-    async def pop_item(self) -> Any:
+    async def pop_item(self, *, wrapper: Any = None) -> Any:
         """Remove and return the latest item (``None`` when there is none), by an
         ``openai_agents/pop`` event. Reads only the end of the log (see :meth:`get_items`)."""
+        await self._enter(wrapper)
         items = await self._latest(1)
         if not items:
             return None
@@ -174,8 +197,9 @@ class EventlogSession:
         await self.log.flush()
         return item
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: Any = None) -> None:
         """Empty the item list by an ``openai_agents/clear`` event (the log keeps everything)."""
+        await self._enter(wrapper)
         self._close_turn()
         self.log.append(CLEAR, Cleared())
         self._prelogged.clear()
@@ -227,8 +251,44 @@ class EventlogSession:
         return None if line.step is None else (line.step.turn, line.step.number)
 
     def end_turn(self) -> None:
-        """Close the open step and turn (``completed``) when every call in it is answered."""
+        """The run ended (``on_agent_end``): close the open step and turn (``completed``) when
+        every call in it is answered."""
+        self._runs.ended = True
         self._close_turn()
+
+    def watched(self) -> None:
+        """The hooks watch the run writing the session (``on_agent_start``, ``on_llm_start``):
+        its end will be seen, so a turn it leaves open when the next run starts failed."""
+        if self._runs.running:
+            self._runs.hooked = True
+
+    @asynccontextmanager
+    async def guard(self) -> AsyncIterator[None]:
+        """Close the running turn at once when the block raises, with the exception's reason:
+        ``aborted`` for a cancellation (also one a cancel scope around the run catches, which
+        the session cannot see on its own), ``blocked`` for ``MaxTurnsExceeded`` and guardrail
+        tripwires, ``error`` otherwise. The exception propagates unchanged. Optional: without
+        it the next run closes the turn (``error``, or ``aborted`` when the run's task was
+        cancelled)::
+
+            async with session.guard():
+                await Runner.run(agent, text, session=session, hooks=session.hooks)
+        """
+        try:
+            yield
+        except BaseException as error:
+            if self._runs.running:
+                self._runs.ended = True
+                with anyio.CancelScope(shield=True):  # the closers are written, cancelled or not
+                    await close_turn(self.log, reason_of(error))
+            raise
+
+    async def _enter(self, wrapper: Any) -> None:
+        """A call of the run ``wrapper``: when it starts a new run, close what the previous
+        one left open."""
+        left = self._runs.enter(wrapper)
+        if left is not None:
+            await close_left(self.log, left)
 
     # -- mapping ------------------------------------------------------------------------
 
@@ -272,16 +332,18 @@ class EventlogSession:
                 sizes.append(check_payload(log, ITEMS, Items(items=entry.group, of=of)))
         check_room(log, sizes)
 
-    def _log_group(self, entry: _Staged) -> None:
+    def _log_group(self, entry: _Staged, *, in_run: bool) -> None:
         kind, group, message = entry.kind, entry.group, entry.message
         if kind == "user":
             assert message is not None
             # New input after a model reply starts a new turn; input before any reply (several
-            # input items of one run) belongs to the turn it opened.
+            # input items of one run) belongs to the turn it opened. Only a run's input opens
+            # one: a turn is what a run does.
             line = timeline(self.log)
             if line.step is None or _replied(self.log, line.step.seq):
                 self._close_turn()
-            self._open_step(new=False)
+            if in_run or timeline(self.log).turn is not None:
+                self._open_step(new=False)
             self._append_core(entry, *_core(kind, 0, 0, message))
         elif kind == "assistant":
             if self._prelogged and _same(self._prelogged[0][1], group):
@@ -339,43 +401,6 @@ class EventlogSession:
 
     def __repr__(self) -> str:
         return f"EventlogSession({self.session_id!r}, head={self.log.head})"
-
-
-async def _interrupted(log: Session) -> bool:
-    """Whether a crash cut a run short: a call of the open step has its ``tool/call`` logged
-    (only the hooks write one), or was proposed by a reply the hooks logged and the SDK never
-    added (no ``openai_agents/items`` spells it). A call an app added without its output is
-    the app's own history, not a crash: it is left as it is.
-
-    The dangling calls come from the timeline (a snapshot's keeps them); their proposing
-    replies and any spelling of them are in the open step, read from its first proposal on
-    (from the store if the session was opened from a snapshot taken after it)."""
-    dangling = scan(log).dangling
-    if any(call.call.call is not None for call in dangling):
-        return True
-    proposals = {c.call.proposed for c in dangling if c.call.proposed is not None}
-    if not proposals:
-        return False
-    hooked: set[int] = set()
-    spelled: set[int] = set()
-    async for event in log.read_events(min(proposals)):
-        if event.seq in proposals and event.data.message.id.startswith(_HOOKED):
-            hooked.add(event.seq)
-        elif event.type == ITEMS and event.data.of is not None:
-            spelled.add(event.data.of)
-    return bool(hooked - spelled)
-
-
-def _replied(log: Session, start: int) -> bool:
-    """Whether the step that began at ``start`` holds a model reply. A reply is on the
-    surface, so a session opened from a snapshot taken inside the step holds it (pinned) if
-    it is older than the snapshot."""
-    pinned = log.pinned
-    if start < log.loaded_from and any(
-        pinned[seq].type == "assistant/message" for seq in pinned if seq >= start
-    ):
-        return True
-    return any(e.type == "assistant/message" for e in log.events(max(start, log.loaded_from)))
 
 
 @dataclass(frozen=True, slots=True)
