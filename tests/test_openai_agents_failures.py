@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from agents import MaxTurnsExceeded, Runner, function_tool
+from agents import MaxTurnsExceeded, RunContextWrapper, Runner, function_tool
 from openai import InternalServerError
 
 from agent.integrations.openai_agents import EventlogSession, openai_agents_types
@@ -253,3 +253,22 @@ async def test_input_added_outside_a_run_is_not_a_cut_run(tmp_path: Path) -> Non
             assert [m["role"] for m in server.bodies[0]["messages"]] == ["system", "user", "user"]
             await session.log.aclose()
         await client.close()
+
+
+async def test_a_run_cut_before_its_first_reply_is_repaired_on_open(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    async with open_store(url, types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        # What a process killed during a run's first model call leaves: the run's input (the
+        # Runner passes its RunContextWrapper), durable, in a turn of its own; no reply.
+        await session.add_items(
+            [{"role": "user", "content": "Book it."}], wrapper=RunContextWrapper(context=None)
+        )
+        assert scan(session.log).needs_repair  # honest: a run never got its answer
+        await session.log.aclose()
+    async with open_store(url, types=openai_agents_types()) as store:
+        again = await EventlogSession.open(store, "s")
+        # Closed by recovery on open: nothing was owed but the turn's end.
+        assert turn_ends(again) == [(1, "interrupted")]
+        assert await again.get_items() == [{"role": "user", "content": "Book it."}]
+        await again.log.aclose()

@@ -88,6 +88,8 @@ class RunWatch:
         left (``None`` for a call of the same run, or one made outside any run)."""
         if wrapper is None or (self._run is not None and self._run() is wrapper):
             return None
+        if self._task is not None and self._task.done():  # its callback may not have run yet
+            self._done(self._task)
         left = Left(self._run is not None, self.hooked, self.ended, self._cancelled)
         self._follow(wrapper)
         return left
@@ -116,8 +118,9 @@ class RunWatch:
             self._task.add_done_callback(self._done)
 
     def _done(self, task: asyncio.Task[Any]) -> None:
-        self._cancelled = task.cancelled()
-        self._task = None
+        if task is self._task:  # not a callback scheduled before the next run took over
+            self._cancelled = task.cancelled()
+            self._task = None
 
 
 def failure_reason(left: Left, *, replied: bool) -> TurnEndReason | None:
@@ -127,15 +130,12 @@ def failure_reason(left: Left, *, replied: bool) -> TurnEndReason | None:
       cancelled, else ``error``. Without hooks its success is not seen, so only a turn with
       no model reply is known to have failed; one with a reply is left to the next input to
       close ``completed``, as it always was.
-    - A turn nobody followed (another process's, or read back from the log) that holds a run's
-      input and no reply: its writer is gone without an answer. ``interrupted``, by recovery.
-    - Otherwise (an app's own history) it is left as it is.
+    - A turn no run of this session object wrote is an app's own history (one a crash cut is
+      repaired by ``EventlogSession.open``, see :func:`interrupted`): left as it is.
     """
-    if left.tracked and not left.ended:
-        if left.hooked or not replied:
-            return "aborted" if left.cancelled else "error"
-        return None
-    return None if replied else "interrupted"
+    if left.tracked and not left.ended and (left.hooked or not replied):
+        return "aborted" if left.cancelled else "error"
+    return None
 
 
 def reason_of(error: BaseException) -> TurnEndReason:
@@ -166,7 +166,7 @@ async def close_turn(log: Session, reason: TurnEndReason) -> None:
     line = timeline(log)
     if line.turn is None:
         return
-    if line.dangling or reason == "interrupted":
+    if line.dangling:
         await repair(log, reason=reason)
         return
     if line.step is not None:
@@ -176,14 +176,19 @@ async def close_turn(log: Session, reason: TurnEndReason) -> None:
 
 
 async def interrupted(log: Session) -> bool:
-    """Whether a crash cut a run short: a call of the open step has its ``tool/call`` logged
-    (only the hooks write one), or was proposed by a reply the hooks logged and the SDK never
-    added (no ``openai_agents/items`` spells it). A call an app added without its output is
-    the app's own history, not a crash: it is left as it is.
+    """Whether a crash cut a run short: the open step holds a run's input and no model reply
+    (only a run's input opens a turn with a user message: the run never got its answer), or a
+    call of the open step
+    has its ``tool/call`` logged (only the hooks write one), or was proposed by a reply the
+    hooks logged and the SDK never added (no ``openai_agents/items`` spells it). A call an app
+    added without its output is the app's own history, not a crash: it is left as it is.
 
     The dangling calls come from the timeline (a snapshot's keeps them); their proposing
     replies and any spelling of them are in the open step, read from its first proposal on
     (from the store if the session was opened from a snapshot taken after it)."""
+    step = timeline(log).step
+    if step is not None and _holds(log, step.seq, "user/message") and not replied(log, step.seq):
+        return True
     dangling = scan(log).dangling
     if any(call.call.call is not None for call in dangling):
         return True
@@ -201,12 +206,15 @@ async def interrupted(log: Session) -> bool:
 
 
 def replied(log: Session, start: int) -> bool:
-    """Whether the step that began at ``start`` holds a model reply. A reply is on the
-    surface, so a session opened from a snapshot taken inside the step holds it (pinned) if
-    it is older than the snapshot."""
+    """Whether the step that began at ``start`` holds a model reply."""
+    return _holds(log, start, "assistant/message")
+
+
+def _holds(log: Session, start: int, type_: str) -> bool:
+    """Whether the events from ``start`` on hold a surface event of ``type_``. Surface events
+    are pinned, so a session opened from a snapshot taken inside the step holds them if they
+    are older than the snapshot."""
     pinned = log.pinned
-    if start < log.loaded_from and any(
-        pinned[seq].type == "assistant/message" for seq in pinned if seq >= start
-    ):
+    if start < log.loaded_from and any(pinned[seq].type == type_ for seq in pinned if seq >= start):
         return True
-    return any(e.type == "assistant/message" for e in log.events(max(start, log.loaded_from)))
+    return any(e.type == type_ for e in log.events(max(start, log.loaded_from)))

@@ -6,6 +6,7 @@ whether the extra is installed or not.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import anyio
 
 from eventlog import (
     APPEND,
+    EventLogError,
     Message,
     MessageSource,
     Session,
@@ -48,6 +50,8 @@ from ._openai_agents_runs import interrupted as _interrupted
 from ._openai_agents_runs import replied as _replied
 
 __all__ = ("EventlogSession",)
+
+_logger = logging.getLogger(__name__)
 
 _MODEL = MessageSource(kind="model")
 _USER = MessageSource(kind="user")
@@ -94,11 +98,12 @@ class EventlogSession:
     ) -> EventlogSession:
         """Open ``session_id`` for writing, creating it when it does not exist.
 
-        A run a crash interrupted (the hooks logged a reply or a tool call the SDK never
-        added) is repaired first (``recovery.repair``): each tool call the log shows started
-        gets a ``function_call_output`` saying its outcome is unknown (``TOOL_OUTCOME_UNKNOWN``),
-        each proposed call that never started one saying so (``TOOL_NOT_STARTED``), so the
-        model is told rather than left to repeat them.
+        A run a crash interrupted (its input got no model reply, or the hooks logged a reply or
+        a tool call the SDK never added) is repaired first (``recovery.repair``, the turn
+        closed ``interrupted``): each tool call the log shows started gets a
+        ``function_call_output`` saying its outcome is unknown (``TOOL_OUTCOME_UNKNOWN``), each
+        proposed call that never started one saying so (``TOOL_NOT_STARTED``), so the model is
+        told rather than left to repeat them.
 
         The session is opened with the default (snapshot) open: the latest snapshot and the
         events after it, the chain verified from the snapshot on. The timeline a snapshot
@@ -279,8 +284,13 @@ class EventlogSession:
         except BaseException as error:
             if self._runs.running:
                 self._runs.ended = True
-                with anyio.CancelScope(shield=True):  # the closers are written, cancelled or not
-                    await close_turn(self.log, reason_of(error))
+                try:
+                    with anyio.CancelScope(shield=True):  # written, cancelled or not
+                        await close_turn(self.log, reason_of(error))
+                except EventLogError:
+                    # The run's own exception is the one to see; the turn stays open for the
+                    # next run (or open) to close.
+                    _logger.exception("could not close the turn of %r", self.session_id)
             raise
 
     async def _enter(self, wrapper: Any) -> None:
