@@ -13,8 +13,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from agents import MaxTurnsExceeded, RunContextWrapper, Runner, function_tool
+from agents import (
+    Agent,
+    MaxTurnsExceeded,
+    ModelBehaviorError,
+    RunContextWrapper,
+    Runner,
+    function_tool,
+)
+from agents.testing import ScriptedModel
 from openai import InternalServerError
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 from agent.integrations.openai_agents import EventlogSession, openai_agents_types
 from eventlog import open_store
@@ -272,3 +281,32 @@ async def test_a_run_cut_before_its_first_reply_is_repaired_on_open(tmp_path: Pa
         assert turn_ends(again) == [(1, "interrupted")]
         assert await again.get_items() == [{"role": "user", "content": "Book it."}]
         await again.log.aclose()
+
+
+async def test_a_streamed_run_that_raises_is_closed_by_the_next_run() -> None:
+    # The SDK's own scripted model: the first call raises ModelBehaviorError, the next replies.
+    reply = ResponseOutputMessage(
+        id="msg_1",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(type="output_text", text="Fine.", annotations=[])],
+    )
+    model = ScriptedModel([ModelBehaviorError("the model produced nonsense"), [reply]])
+    agent = Agent(name="assistant", instructions="Be brief.", model=model)
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        # A streamed run: the SDK writes the session from a task of its own.
+        streamed = Runner.run_streamed(agent, "Hello?", session=session, hooks=session.hooks)
+        with pytest.raises(ModelBehaviorError):
+            async for _ in streamed.stream_events():
+                pass
+        result = await Runner.run(agent, "Still there?", session=session, hooks=session.hooks)
+        assert result.final_output == "Fine."
+        assert turn_ends(session) == [(1, "error"), (2, "completed")]
+        assert await session.get_items() == [
+            {"role": "user", "content": "Hello?"},
+            {"role": "user", "content": "Still there?"},
+            reply.model_dump(exclude_unset=True),
+        ]
+        await session.log.aclose()
