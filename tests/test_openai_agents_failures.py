@@ -310,3 +310,27 @@ async def test_a_streamed_run_that_raises_is_closed_by_the_next_run() -> None:
             reply.model_dump(exclude_unset=True),
         ]
         await session.log.aclose()
+
+
+async def test_without_hooks_a_run_with_no_reply_failed_and_one_with_a_reply_is_left_as_before() -> (
+    None
+):
+    def text(words: str) -> ResponseOutputMessage:
+        content = [ResponseOutputText(type="output_text", text=words, annotations=[])]
+        return ResponseOutputMessage(
+            id="msg", type="message", role="assistant", status="completed", content=content
+        )
+
+    model = ScriptedModel([ModelBehaviorError("nonsense"), [text("One.")], [text("Two.")]])
+    agent = Agent(name="assistant", instructions="Be brief.", model=model)
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        # No hooks: a run that got no reply is known to have failed.
+        with pytest.raises(ModelBehaviorError):
+            await Runner.run(agent, "Zero?", session=session)
+        await Runner.run(agent, "One?", session=session)
+        assert turn_ends(session) == [(1, "error")]
+        # Its success unseen, a run with a reply is closed `completed` by the next input.
+        await Runner.run(agent, "Two?", session=session)
+        assert turn_ends(session) == [(1, "error"), (2, "completed")]
+        await session.log.aclose()
