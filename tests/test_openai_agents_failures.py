@@ -312,13 +312,14 @@ async def test_a_streamed_run_that_raises_is_closed_by_the_next_run() -> None:
         await session.log.aclose()
 
 
-async def test_without_hooks_a_run_with_no_reply_failed_and_one_with_a_reply_is_left_as_before() -> (
-    None
-):
+async def test_without_hooks_only_a_run_with_no_reply_is_known_to_have_failed() -> None:
     def text(words: str) -> ResponseOutputMessage:
-        content = [ResponseOutputText(type="output_text", text=words, annotations=[])]
         return ResponseOutputMessage(
-            id="msg", type="message", role="assistant", status="completed", content=content
+            id="msg",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[ResponseOutputText(type="output_text", text=words, annotations=[])],
         )
 
     model = ScriptedModel([ModelBehaviorError("nonsense"), [text("One.")], [text("Two.")]])
