@@ -23,7 +23,11 @@ from agents import (
 )
 from agents.testing import ScriptedModel
 from openai import InternalServerError
-from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from agent.integrations.openai_agents import EventlogSession, openai_agents_types
 from eventlog import open_store
@@ -334,4 +338,39 @@ async def test_without_hooks_only_a_run_with_no_reply_is_known_to_have_failed() 
         # Its success unseen, a run with a reply is closed `completed` by the next input.
         await Runner.run(agent, "Two?", session=session)
         assert turn_ends(session) == [(1, "error"), (2, "completed")]
+        await session.log.aclose()
+
+
+async def test_a_run_resumed_after_an_approval_is_not_taken_for_a_new_one() -> None:
+    paid: list[int] = []
+
+    @function_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    call = ResponseFunctionToolCall(
+        call_id="c1", name="pay", arguments='{"amount": 3}', type="function_call"
+    )
+    done = ResponseOutputMessage(
+        id="msg",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(type="output_text", text="Paid.", annotations=[])],
+    )
+    agent = Agent(name="assistant", model=ScriptedModel([[call], [done]]), tools=[pay])
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        paused = await Runner.run(agent, "Pay 3.", session=session, hooks=session.hooks)
+        # The run returns interrupted for approval (no on_agent_end): its turn stays open.
+        state = paused.to_state()
+        state.approve(paused.interruptions[0])
+        # The resumed run has a copy of the paused run's context, a new object: the session
+        # sees the decision on the awaited call and carries the turn on.
+        result = await Runner.run(agent, state, session=session, hooks=session.hooks)
+        assert result.final_output == "Paid." and paid == [3]
+        assert turn_ends(session) == [(1, "completed")]
+        assert [e.type for e in session.log.events()].count("tool/result") == 1
         await session.log.aclose()

@@ -36,6 +36,7 @@ __all__ = (
     "interrupted",
     "reason_of",
     "replied",
+    "resumes",
 )
 
 #: Id prefix of a reply the hooks logged before the SDK added it.
@@ -94,6 +95,10 @@ class RunWatch:
         self._follow(wrapper)
         return left
 
+    def resume(self, left: Left) -> None:
+        """The new run resumes the previous one (see :func:`resumes`): it carries on as it."""
+        self.hooked, self.ended = left.hooked, left.ended
+
     @property
     def running(self) -> bool:
         """A run writes the session and has not ended (as far as the session can see)."""
@@ -136,6 +141,17 @@ def failure_reason(left: Left, *, replied: bool) -> TurnEndReason | None:
     if left.tracked and not left.ended and (left.hooked or not replied):
         return "aborted" if left.cancelled else "error"
     return None
+
+
+def resumes(log: Session, wrapper: Any) -> bool:
+    """Whether the run ``wrapper`` resumes the run that left the open step: a run the SDK
+    resumes from its ``RunState`` (after an interruption for approval) gets a copy of the
+    paused run's context, a new object, holding the decision on a call the step awaits."""
+    decided = getattr(wrapper, "is_tool_approved", None)
+    step = timeline(log).step
+    if step is None or not callable(decided):
+        return False
+    return any(decided(call.name, call.call_id) is not None for call in timeline(log).dangling)
 
 
 def reason_of(error: BaseException) -> TurnEndReason:

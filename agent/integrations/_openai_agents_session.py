@@ -45,7 +45,7 @@ from ._openai_agents_items import kind as _kind
 from ._openai_agents_items import same as _same
 from ._openai_agents_items import user_parts as _user_parts
 from ._openai_agents_runs import HOOKED as _HOOKED
-from ._openai_agents_runs import RunWatch, close_left, close_turn, reason_of
+from ._openai_agents_runs import RunWatch, close_left, close_turn, reason_of, resumes
 from ._openai_agents_runs import interrupted as _interrupted
 from ._openai_agents_runs import replied as _replied
 
@@ -297,7 +297,11 @@ class EventlogSession:
         """A call of the run ``wrapper``: when it starts a new run, close what the previous
         one left open."""
         left = self._runs.enter(wrapper)
-        if left is not None:
+        if left is None:
+            return
+        if left.tracked and resumes(self.log, wrapper):
+            self._runs.resume(left)  # the paused run goes on: its turn stays open
+        else:
             await close_left(self.log, left)
 
     # -- mapping ------------------------------------------------------------------------
