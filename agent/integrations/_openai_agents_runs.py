@@ -2,12 +2,13 @@
 close it itself.
 
 The SDK tells a session nothing when a run fails: ``RunHooks.on_agent_end`` is called only
-when a run succeeds, and a run that raises (a model error, a tool that raises, ``MaxTurnsExceeded``,
-a cancellation) just stops calling. What it does pass, to a session whose four methods accept
-it, is the run's ``RunContextWrapper`` (keyword ``wrapper``) on every call it makes: one object
-per run, kept across a resume from a ``RunState``. So the session knows which run writes it, and
-the first call of a new run is the moment to close what the previous one left open: a session
-has one writer, so a turn still open then has nobody left to close it.
+when a run succeeds, and a run that raises (a model error, a tool that raises,
+``MaxTurnsExceeded``, a cancellation) just stops calling. What it does pass, to a session whose
+four methods accept it, is the run's ``RunContextWrapper`` (keyword ``wrapper``) on every call
+it makes: one object per run (a run resumed from its ``RunState`` gets a copy, see
+:func:`resumes`). So the session knows which run writes it, and the first call of a new run is
+the moment to close what the previous one left open: a session has one writer, so a turn still
+open then has nobody left to close it.
 
 Imports no SDK.
 """
@@ -117,8 +118,8 @@ class RunWatch:
         except RuntimeError:  # not on asyncio: cancellation is not seen, failures still are
             self._task = None
         if self._task is not None:
-            # A run cancelled with its task (``task.cancel()``, a streamed run's ``cancel()``,
-            # a task group's scope) is known by it. One callback per session: the next run
+            # A run cancelled with its task (``task.cancel()``, a task group's cancel scope)
+            # is known by it. One callback per session: the next run
             # removes it, so a long-lived task does not collect them.
             self._task.add_done_callback(self._done)
 

@@ -170,8 +170,8 @@ class EventlogSession:
         closes the turn the previous run left open: a run that raised (the hooks saw no
         ``on_agent_end``) is closed ``error``, ``aborted`` if its task was cancelled, its
         unanswered calls answered as recovery answers them; so the new run starts turn N+1 at
-        step 1. Input an app adds outside any run (no ``wrapper``) opens no
-        turn: it waits for the run that answers it, and nothing in the log says a run was cut.
+        step 1. Input an app adds outside any run (no ``wrapper``) opens no turn: it waits for
+        the run that answers it, and nothing in the log says a run was cut.
 
         All or nothing: every event the call appends is built and checked before the first is
         appended, so a refused call appends nothing and a retry adds no copy.
