@@ -7,7 +7,7 @@ In order, continuing the seq and reusing the last event's time (so a repair is d
    ``TOOL_OUTCOME_UNKNOWN`` when only the ``tool/call`` was, ``TOOL_DENIED`` for a call a
    person denied (it never runs), ``TOOL_NOT_STARTED`` otherwise;
 2. ``step/end`` for the open step;
-3. ``turn/end {reason: interrupted}`` for the open turn.
+3. ``turn/end {reason: interrupted}`` for the open turn (or the ``reason`` the caller gives).
 
 Calls left unanswered in closed steps are reported by :func:`~recovery.scan`, never answered.
 A step with a call awaiting a person's decision is waiting, not broken: repair appends nothing
@@ -34,6 +34,7 @@ from eventlog import (
     ToolResult,
     ToolResultPart,
     TurnEnd,
+    TurnEndReason,
 )
 
 from ._approvals import recorded_event
@@ -98,8 +99,12 @@ class RepairReport(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.appended)
 
 
-async def repair(session: Session) -> RepairReport:
+async def repair(session: Session, *, reason: TurnEndReason = "interrupted") -> RepairReport:
     """Close what a crash left open in ``session``, then flush.
+
+    ``reason`` is the open turn's ``turn/end`` reason: ``interrupted`` (a crash) unless the
+    caller knows better (an integration closing the turn of a run that raised: ``error``,
+    ``aborted``); the calls are answered the same way whatever it is.
 
     :raises ClosedError: the session is read-only or closed (nothing is appended).
     :raises ConflictError: the session is fenced (nothing is appended).
@@ -123,7 +128,7 @@ async def repair(session: Session) -> RepairReport:
             appended.append(session.append("step/end", closer, time=time).seq)
         turn = diagnosis.open_turn
         if turn is not None:
-            ending = TurnEnd(turn=turn.number, reason="interrupted")
+            ending = TurnEnd(turn=turn.number, reason=reason)
             appended.append(session.append("turn/end", ending, time=time).seq)
     await session.flush()
     return RepairReport(diagnosis=diagnosis, appended=tuple(appended), ran_at=ran_at)

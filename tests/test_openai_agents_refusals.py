@@ -101,7 +101,14 @@ def _call(draw: Callable[..., Any], method: str, session: EventlogSession, store
     if method == "log_model_output":
         reply = draw(planted(ITEMS[1:3]))
         return lambda: _sync(session.log_model_output, reply)
-    if method in ("hooks", "step", "end_turn"):
+    if method == "guard":
+
+        async def guarded() -> None:
+            async with session.guard():
+                pass
+
+        return guarded
+    if method in ("hooks", "step", "end_turn", "watched"):
         return lambda: _sync(lambda: getattr(session, method))
     if method in ("pop_item", "clear_session"):
         return getattr(session, method)  # type: ignore[no-any-return]
@@ -147,7 +154,7 @@ def test_the_property_covers_every_public_method() -> None:
     covered = {
         "add_items", "get_items", "pop_item", "clear_session", "open", "hooks",
         "log_model_output", "step", "end_turn", "on_llm_end", "on_tool_start", "on_tool_end",
-        "on_agent_end", "on_agent_start", "on_llm_start", "on_handoff",
+        "on_agent_end", "on_agent_start", "on_llm_start", "on_handoff", "watched", "guard",
     }  # fmt: skip
     assert set(METHODS) == covered
 

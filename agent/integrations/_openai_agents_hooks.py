@@ -45,7 +45,10 @@ class HookedSession(Protocol):
         """The open ``(turn, step)``, or ``None``."""
 
     def end_turn(self) -> None:
-        """Close the open step and turn when every call in it is answered."""
+        """The run ended: close the open step and turn when every call in it is answered."""
+
+    def watched(self) -> None:
+        """The hooks watch the run writing the session (its end will be seen)."""
 
 
 class EventlogHooks(RunHooks[Any]):
@@ -59,6 +62,8 @@ class EventlogHooks(RunHooks[Any]):
     ``TOOL_OUTCOME_UNKNOWN`` (one that never started with ``TOOL_NOT_STARTED``).
 
     Pass them with the session: ``Runner.run(agent, text, session=session, hooks=session.hooks)``.
+    They also tell the session that its run is watched, so a run that ends without
+    ``on_agent_end`` (it raised) is known to have failed when the next run starts.
 
     Each hook appends what it logs all or nothing: a value no event can hold (a lone
     surrogate in a reply, a result over the store's ``max_event_bytes``) raises
@@ -67,6 +72,14 @@ class EventlogHooks(RunHooks[Any]):
 
     def __init__(self, session: HookedSession) -> None:
         self.session = session
+
+    async def on_agent_start(self, context: Any, agent: Any) -> None:
+        self.session.watched()
+
+    async def on_llm_start(
+        self, context: Any, agent: Any, system_prompt: Any, input_items: Any
+    ) -> None:
+        self.session.watched()
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         items = [item.model_dump(exclude_unset=True) for item in response.output]

@@ -6,27 +6,26 @@ whether the extra is installed or not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from eventlog import (
     APPEND,
-    AssistantMessage,
+    EventLogError,
     Message,
     MessageSource,
-    Part,
     Session,
     SessionNotFoundError,
     StepEnd,
     StepStart,
-    TextPart,
-    ToolCallPart,
-    ToolResult,
     ToolResultPart,
     TurnEnd,
     TurnStart,
-    UserMessage,
     ValidationError,
     check_payload,
     check_room,
@@ -35,18 +34,28 @@ from eventlog import (
 )
 from eventlog.stores import LogStore
 from projections import timeline, to_openai_responses
-from recovery import repair, scan
+from recovery import repair
 
 from ._openai_agents_events import CLEAR, ITEMS, POP, Cleared, Items, Popped, SessionItems
+from ._openai_agents_items import assistant_parts as _assistant_parts
+from ._openai_agents_items import checked as _checked
+from ._openai_agents_items import core as _core
+from ._openai_agents_items import groups as _groups
+from ._openai_agents_items import kind as _kind
+from ._openai_agents_items import same as _same
+from ._openai_agents_items import user_parts as _user_parts
+from ._openai_agents_runs import HOOKED as _HOOKED
+from ._openai_agents_runs import RunWatch, close_left, close_turn, reason_of, resumes
+from ._openai_agents_runs import interrupted as _interrupted
+from ._openai_agents_runs import replied as _replied
 
 __all__ = ("EventlogSession",)
+
+_logger = logging.getLogger(__name__)
 
 _MODEL = MessageSource(kind="model")
 _USER = MessageSource(kind="user")
 _TOOL = MessageSource(kind="tool")
-_ASSISTANT_TYPES = frozenset({"function_call"})
-#: Id prefix of a reply the hooks logged before the SDK added it.
-_HOOKED = "oa-hooks-"
 #: An upper bound of the stored payload of a turn or step event (``{"turn":N,"reason":...}``).
 _BOUNDARY_BYTES = 64
 
@@ -76,6 +85,7 @@ class EventlogSession:
         self._fold = SessionItems()
         # Items the hooks already logged as a core event (seq), awaiting the SDK's add_items.
         self._prelogged: list[tuple[int, list[dict[str, Any]]]] = []
+        self._runs = RunWatch()
 
     @classmethod
     async def open(
@@ -88,11 +98,12 @@ class EventlogSession:
     ) -> EventlogSession:
         """Open ``session_id`` for writing, creating it when it does not exist.
 
-        A run a crash interrupted (the hooks logged a reply or a tool call the SDK never
-        added) is repaired first (``recovery.repair``): each tool call the log shows started
-        gets a ``function_call_output`` saying its outcome is unknown (``TOOL_OUTCOME_UNKNOWN``),
-        each proposed call that never started one saying so (``TOOL_NOT_STARTED``), so the
-        model is told rather than left to repeat them.
+        A run a crash interrupted (its input got no model reply, or the hooks logged a reply or
+        a tool call the SDK never added) is repaired first (``recovery.repair``, the turn
+        closed ``interrupted``): each tool call the log shows started gets a
+        ``function_call_output`` saying its outcome is unknown (``TOOL_OUTCOME_UNKNOWN``), each
+        proposed call that never started one saying so (``TOOL_NOT_STARTED``), so the model is
+        told rather than left to repeat them.
 
         The session is opened with the default (snapshot) open: the latest snapshot and the
         events after it, the chain verified from the snapshot on. The timeline a snapshot
@@ -124,7 +135,7 @@ class EventlogSession:
 
         return EventlogHooks(self)
 
-    async def get_items(self, limit: int | None = None) -> list[Any]:
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[Any]:
         """The live items, oldest first; with ``limit`` (else ``session_settings.limit``) the
         latest ``limit`` of them.
 
@@ -133,7 +144,12 @@ class EventlogSession:
         later calls fold only what was appended since). With a limit, until that fold exists,
         only the end of the log is read: a window of events from the head, widened until it
         holds ``limit`` items (or reaches the start, or a ``clear``).
+
+        ``wrapper`` (as on every method) is the SDK run's ``RunContextWrapper``, which the
+        ``Runner`` passes: the first call of a new run closes the turn the previous run left
+        open (see :meth:`add_items`), so the items returned include its answers.
         """
+        await self._enter(wrapper)
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
         if limit is not None and type(limit) is not int:
@@ -146,8 +162,16 @@ class EventlogSession:
             return []
         return [dict(item) for item in await self._latest(limit)]
 
-    async def add_items(self, items: list[Any]) -> None:
+    async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
         """Append ``items`` (Responses-API input items); durable when it returns.
+
+        A run's items (``wrapper`` is the ``RunContextWrapper`` the ``Runner`` passes) go in a
+        turn: its input opens one, each model reply a step. The first call of a new run first
+        closes the turn the previous run left open: a run that raised (the hooks saw no
+        ``on_agent_end``) is closed ``error``, ``aborted`` if its task was cancelled, its
+        unanswered calls answered as recovery answers them; so the new run starts turn N+1 at
+        step 1. Input an app adds outside any run (no ``wrapper``) opens no turn: it waits for
+        the run that answers it, and nothing in the log says a run was cut.
 
         All or nothing: every event the call appends is built and checked before the first is
         appended, so a refused call appends nothing and a retry adds no copy.
@@ -158,15 +182,18 @@ class EventlogSession:
             the store's ``max_event_bytes``; the message names the item's path.
         """
         checked = _checked(items)
+        # The previous run's turn is closed whatever this call's items turn out to be.
+        await self._enter(wrapper)
         staged = [self._stage(kind, group) for kind, group in _groups(checked)]
         self._check(staged)
         for entry in staged:
-            self._log_group(entry)
+            self._log_group(entry, in_run=self._runs.running)
         await self.log.flush()
 
-    async def pop_item(self) -> Any:
+    async def pop_item(self, *, wrapper: Any = None) -> Any:
         """Remove and return the latest item (``None`` when there is none), by an
         ``openai_agents/pop`` event. Reads only the end of the log (see :meth:`get_items`)."""
+        await self._enter(wrapper)
         items = await self._latest(1)
         if not items:
             return None
@@ -175,8 +202,9 @@ class EventlogSession:
         await self.log.flush()
         return item
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: Any = None) -> None:
         """Empty the item list by an ``openai_agents/clear`` event (the log keeps everything)."""
+        await self._enter(wrapper)
         self._close_turn()
         self.log.append(CLEAR, Cleared())
         self._prelogged.clear()
@@ -228,8 +256,53 @@ class EventlogSession:
         return None if line.step is None else (line.step.turn, line.step.number)
 
     def end_turn(self) -> None:
-        """Close the open step and turn (``completed``) when every call in it is answered."""
+        """The run ended (``on_agent_end``): close the open step and turn (``completed``) when
+        every call in it is answered."""
+        self._runs.ended = True
         self._close_turn()
+
+    def watched(self) -> None:
+        """The hooks watch the run writing the session (``on_agent_start``, ``on_llm_start``):
+        its end will be seen, so a turn it leaves open when the next run starts failed."""
+        if self._runs.running:
+            self._runs.hooked = True
+
+    @asynccontextmanager
+    async def guard(self) -> AsyncIterator[None]:
+        """Close the running turn at once when the block raises, with the exception's reason:
+        ``aborted`` for a cancellation (also one a cancel scope around the run catches, which
+        the session cannot see on its own), ``blocked`` for ``MaxTurnsExceeded`` and guardrail
+        tripwires, ``error`` otherwise. The exception propagates unchanged. Optional: without
+        it the next run closes the turn (``error``, or ``aborted`` when the run's task was
+        cancelled)::
+
+            async with session.guard():
+                await Runner.run(agent, text, session=session, hooks=session.hooks)
+        """
+        try:
+            yield
+        except BaseException as error:
+            if self._runs.running:
+                self._runs.ended = True
+                try:
+                    with anyio.CancelScope(shield=True):  # written, cancelled or not
+                        await close_turn(self.log, reason_of(error))
+                except EventLogError:
+                    # The run's own exception is the one to see; the turn stays open for the
+                    # next run (or open) to close.
+                    _logger.exception("could not close the turn of %r", self.session_id)
+            raise
+
+    async def _enter(self, wrapper: Any) -> None:
+        """A call of the run ``wrapper``: when it starts a new run, close what the previous
+        one left open."""
+        left = self._runs.enter(wrapper)
+        if left is None:
+            return
+        if left.tracked and resumes(self.log, wrapper):
+            self._runs.resume(left)  # the paused run goes on: its turn stays open
+        else:
+            await close_left(self.log, left)
 
     # -- mapping ------------------------------------------------------------------------
 
@@ -273,16 +346,18 @@ class EventlogSession:
                 sizes.append(check_payload(log, ITEMS, Items(items=entry.group, of=of)))
         check_room(log, sizes)
 
-    def _log_group(self, entry: _Staged) -> None:
+    def _log_group(self, entry: _Staged, *, in_run: bool) -> None:
         kind, group, message = entry.kind, entry.group, entry.message
         if kind == "user":
             assert message is not None
             # New input after a model reply starts a new turn; input before any reply (several
-            # input items of one run) belongs to the turn it opened.
+            # input items of one run) belongs to the turn it opened. Only a run's input opens
+            # one: a turn is what a run does.
             line = timeline(self.log)
             if line.step is None or _replied(self.log, line.step.seq):
                 self._close_turn()
-            self._open_step(new=False)
+            if in_run or timeline(self.log).turn is not None:
+                self._open_step(new=False)
             self._append_core(entry, *_core(kind, 0, 0, message))
         elif kind == "assistant":
             if self._prelogged and _same(self._prelogged[0][1], group):
@@ -342,43 +417,6 @@ class EventlogSession:
         return f"EventlogSession({self.session_id!r}, head={self.log.head})"
 
 
-async def _interrupted(log: Session) -> bool:
-    """Whether a crash cut a run short: a call of the open step has its ``tool/call`` logged
-    (only the hooks write one), or was proposed by a reply the hooks logged and the SDK never
-    added (no ``openai_agents/items`` spells it). A call an app added without its output is
-    the app's own history, not a crash: it is left as it is.
-
-    The dangling calls come from the timeline (a snapshot's keeps them); their proposing
-    replies and any spelling of them are in the open step, read from its first proposal on
-    (from the store if the session was opened from a snapshot taken after it)."""
-    dangling = scan(log).dangling
-    if any(call.call.call is not None for call in dangling):
-        return True
-    proposals = {c.call.proposed for c in dangling if c.call.proposed is not None}
-    if not proposals:
-        return False
-    hooked: set[int] = set()
-    spelled: set[int] = set()
-    async for event in log.read_events(min(proposals)):
-        if event.seq in proposals and event.data.message.id.startswith(_HOOKED):
-            hooked.add(event.seq)
-        elif event.type == ITEMS and event.data.of is not None:
-            spelled.add(event.data.of)
-    return bool(hooked - spelled)
-
-
-def _replied(log: Session, start: int) -> bool:
-    """Whether the step that began at ``start`` holds a model reply. A reply is on the
-    surface, so a session opened from a snapshot taken inside the step holds it (pinned) if
-    it is older than the snapshot."""
-    pinned = log.pinned
-    if start < log.loaded_from and any(
-        pinned[seq].type == "assistant/message" for seq in pinned if seq >= start
-    ):
-        return True
-    return any(e.type == "assistant/message" for e in log.window(max(start, log.loaded_from)))
-
-
 @dataclass(frozen=True, slots=True)
 class _Staged:
     """One group of items, as it will be appended: ``message`` is its core message (``None``
@@ -389,106 +427,3 @@ class _Staged:
     group: list[dict[str, Any]]
     message: Message | None
     spelled: bool
-
-
-def _core(kind: str, turn: int, step: int, message: Message) -> tuple[str, Any]:
-    """The core event (type and payload) carrying ``message`` of a group of ``kind``."""
-    if kind == "user":
-        return "user/message", UserMessage(message=message)
-    if kind == "assistant":
-        return "assistant/message", AssistantMessage(turn=turn, step=step, message=message)
-    return "tool/result", ToolResult(turn=turn, step=step, message=message)
-
-
-def _checked(items: object) -> list[dict[str, Any]]:
-    if not isinstance(items, list | tuple):
-        raise ValidationError(f"session items must be a list, got {type(items).__name__}")
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise ValidationError(
-                f"Expected a JSON object, got `{type(item).__name__}` - at `$[{i}]` (session items)"
-            )
-    return list(items)
-
-
-def _kind(item: dict[str, Any]) -> str:
-    """``user``, ``assistant``, ``output`` (a core equivalent exists) or ``other``."""
-    type_ = item.get("type", "message")
-    if not isinstance(type_, str):
-        return "other"
-    if type_ == "message" and item.get("role") == "user" and _user_texts(item) is not None:
-        return "user"
-    if type_ == "message" and item.get("role") == "assistant" and _output_texts(item):
-        return "assistant"
-    if type_ in _ASSISTANT_TYPES and all(
-        isinstance(item.get(key), str) for key in ("call_id", "name", "arguments")
-    ):
-        return "assistant"
-    if type_ == "function_call_output" and isinstance(item.get("output"), str):
-        return "output" if isinstance(item.get("call_id"), str) else "other"
-    return "other"
-
-
-def _user_texts(item: dict[str, Any]) -> list[str] | None:
-    content = item.get("content")
-    if isinstance(content, str):
-        return [content]
-    if (
-        isinstance(content, list)
-        and content
-        and all(
-            isinstance(c, dict) and c.get("type") == "input_text" and isinstance(c.get("text"), str)
-            for c in content
-        )
-    ):
-        return [c["text"] for c in content]
-    return None
-
-
-def _output_texts(item: dict[str, Any]) -> bool:
-    content = item.get("content")
-    return isinstance(content, list) and all(
-        isinstance(c, dict) and c.get("type") == "output_text" and isinstance(c.get("text"), str)
-        for c in content
-    )
-
-
-def _user_parts(item: dict[str, Any]) -> tuple[Part, ...]:
-    return tuple(TextPart(text=text) for text in _user_texts(item) or ())
-
-
-def _assistant_parts(group: list[dict[str, Any]]) -> tuple[Part, ...]:
-    parts: list[Part] = []
-    for item in group:
-        if item.get("type") == "function_call":
-            parts.append(
-                ToolCallPart(id=item["call_id"], name=item["name"], arguments=item["arguments"])
-            )
-        else:
-            parts.extend(TextPart(text=c["text"]) for c in item["content"])
-    return tuple(parts)
-
-
-def _groups(items: Iterable[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Consecutive assistant items (one model reply) form one group; every other item is a
-    group of its own."""
-    groups: list[tuple[str, list[dict[str, Any]]]] = []
-    for item in items:
-        kind = _kind(item)
-        if kind == "assistant" and groups and groups[-1][0] == "assistant":
-            groups[-1][1].append(item)
-        else:
-            groups.append((kind, [item]))
-    return groups
-
-
-def _same(logged: list[dict[str, Any]], added: list[dict[str, Any]]) -> bool:
-    """Whether the SDK's items are the reply the hooks logged (by call ids and texts: the SDK
-    may spell ids and status fields differently between the two)."""
-    return [_signature(item) for item in logged] == [_signature(item) for item in added]
-
-
-def _signature(item: dict[str, Any]) -> tuple[Any, ...]:
-    if item.get("type") == "function_call":
-        return ("function_call", item.get("call_id"), item.get("name"), item.get("arguments"))
-    return ("message", tuple(c.get("text") for c in item.get("content", ())))
