@@ -22,6 +22,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -223,7 +224,9 @@ async def test_a_failing_body_is_recorded_and_its_rerun_gets_the_record(tmp_path
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if isinstance(messages[-1].parts[-1], UserPromptPart):
             return ModelResponse(parts=[ToolCallPart("charge", {"amount": 5}, tool_call_id="k1")])
-        return ModelResponse(parts=[TextPart(str(messages[-1].parts[-1].content))])
+        answer = messages[-1].parts[-1]
+        assert isinstance(answer, ToolReturnPart)
+        return ModelResponse(parts=[TextPart(str(answer.content))])
 
     agent = Agent(FunctionModel(model))
     async with open_store(f"sqlite:///{tmp_path / 'f.db'}", types=pydantic_ai_types()) as store:
@@ -241,7 +244,7 @@ async def test_a_failing_body_is_recorded_and_its_rerun_gets_the_record(tmp_path
         await again.record(run)
         # The model is told what happened; the body did not run a second time.
         assert run.output == "RuntimeError: card declined" and ran == ["charge"]
-        result = [e.data for e in again.log.events() if e.type == "tool/result"][0]
+        result = next(e.data for e in again.log.events() if e.type == "tool/result")
         assert result.error is not None and result.error.code == "TOOL_FAILED"
         assert not scan(again.log).needs_repair and not again.pending
         await again.log.aclose()

@@ -1,0 +1,158 @@
+"""pydantic-ai: the per-run overhead of ``EventlogHistory`` against no persistence at all.
+
+Figure (issue 30, "Measure"): one conversation of R runs of a pydantic-ai ``Agent`` on its own
+``FunctionModel`` (no network: what is measured is the persistence, not a provider), each run
+a user prompt, one tool call and a text answer (four messages), the history passed to the next
+run as ``message_history``. Per run, wall time of:
+
+- ``none``: the history kept in memory only (a list);
+- ``json file``: what ``ModelMessagesTypeAdapter`` users write by hand, the whole history
+  dumped to a file and fsynced after each run;
+- ``EventlogHistory``: ``history.messages()`` in, ``await history.record(result)`` out, on
+  ``sqlite:///`` (default durability: each ``record`` returns once fsynced);
+- ``EventlogHistory + DurableToolset``: the tools wrapped too (a ``tool/call`` and a
+  ``tool/outcome`` flushed around each body: two more fsyncs per run).
+
+The variants run in the same process, alternating, rotating the order; the overhead of each is
+its per-run time minus the ``none`` time of the same round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import FunctionToolset
+
+from agent.integrations.pydantic_ai import EventlogHistory, pydantic_ai_types
+from eventlog import open_store
+
+from ._harness import Figure, Stats, print_figure
+
+__all__ = ("VARIANTS", "main")
+
+FULL = ((50, 5), (200, 3))
+QUICK = ((20, 2),)
+
+
+def _reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if isinstance(messages[-1].parts[-1], UserPromptPart):
+        call = ToolCallPart("weather", {"city": "Oslo"}, tool_call_id=f"c{len(messages)}")
+        return ModelResponse(parts=[TextPart("Let me look."), call])
+    return ModelResponse(parts=[TextPart("Sunny in Oslo, 21 degrees.")])
+
+
+def _tools() -> FunctionToolset[Any]:
+    tools: FunctionToolset[Any] = FunctionToolset()
+
+    @tools.tool_plain
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}, 21 degrees"
+
+    return tools
+
+
+_AGENT: Agent[None, str] = Agent(FunctionModel(_reply))
+_TOOLS = _tools()
+
+
+async def _none(path: Path, runs: int) -> float:
+    history: list[ModelMessage] = []
+    start = time.perf_counter()
+    for i in range(runs):
+        result = await _AGENT.run(f"Weather {i}?", message_history=history, toolsets=[_TOOLS])
+        history = result.all_messages()
+    return time.perf_counter() - start
+
+
+async def _json_file(path: Path, runs: int) -> float:
+    file = path / "history.json"
+    start = time.perf_counter()
+    for i in range(runs):
+        history = ModelMessagesTypeAdapter.validate_json(file.read_bytes()) if i else []
+        result = await _AGENT.run(f"Weather {i}?", message_history=history, toolsets=[_TOOLS])
+        with file.open("wb") as out:
+            out.write(ModelMessagesTypeAdapter.dump_json(result.all_messages()))
+            out.flush()
+            os.fsync(out.fileno())
+    return time.perf_counter() - start
+
+
+async def _eventlog(path: Path, runs: int, *, durable: bool) -> float:
+    async with open_store(f"sqlite:///{path / 'h.db'}", types=pydantic_ai_types()) as store:
+        history = await EventlogHistory.open(store, "bench")
+        toolsets = [history.durable(_TOOLS) if durable else _TOOLS]
+        start = time.perf_counter()
+        for i in range(runs):
+            result = await _AGENT.run(
+                f"Weather {i}?", message_history=history.messages(), toolsets=toolsets
+            )
+            await history.record(result)
+        seconds = time.perf_counter() - start
+        await history.log.aclose()
+    return seconds
+
+
+async def _history(path: Path, runs: int) -> float:
+    return await _eventlog(path, runs, durable=False)
+
+
+async def _durable(path: Path, runs: int) -> float:
+    return await _eventlog(path, runs, durable=True)
+
+
+VARIANTS: dict[str, Callable[[Path, int], Awaitable[float]]] = {
+    "none": _none,
+    "json file": _json_file,
+    "EventlogHistory": _history,
+    "EventlogHistory + DurableToolset": _durable,
+}
+
+
+def _measure(runs: int, rounds: int) -> dict[str, list[float]]:
+    """Per-run milliseconds of each variant, one value per round."""
+    results: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    names = list(VARIANTS)
+    for index in range(rounds):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            with tempfile.TemporaryDirectory() as tmp:
+                seconds = asyncio.run(VARIANTS[name](Path(tmp), runs))
+            results[name].append(seconds * 1000 / runs)
+    return results
+
+
+def main(*, quick: bool = False) -> None:
+    print("(one conversation of R runs; each run: prompt, one tool call, answer; per-run ms)")
+    for runs, rounds in QUICK if quick else FULL:
+        results = _measure(runs, rounds)
+        for name, values in results.items():
+            print_figure(Figure(f"R={runs}, {name}: per run", Stats(tuple(values)), "ms"))
+        for name in names_but_none():
+            extra = [v - n for v, n in zip(results[name], results["none"], strict=True)]
+            print(
+                f"R={runs}, {name}: overhead per run {statistics.median(extra):.2f} ms "
+                f"(min–max {min(extra):.2f}–{max(extra):.2f})",
+                flush=True,
+            )
+
+
+def names_but_none() -> list[str]:
+    return [name for name in VARIANTS if name != "none"]
