@@ -24,7 +24,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,7 @@ async def _durable(path: Path, runs: int) -> float:
     return await _eventlog(path, runs, durable=True)
 
 
-VARIANTS: dict[str, Callable[[Path, int], Awaitable[float]]] = {
+VARIANTS: dict[str, Callable[[Path, int], Coroutine[Any, Any, float]]] = {
     "none": _none,
     "json file": _json_file,
     "EventlogHistory": _history,

@@ -15,6 +15,7 @@ import anyio
 import msgspec
 import pytest
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -135,6 +136,37 @@ async def test_each_run_of_a_conversation_is_a_turn_and_sees_the_whole_history(
         ]  # fmt: skip
         turns = [e.data.turn for e in history.log.events() if e.type == "turn/end"]
         assert turns == [1, 2, 3] and not scan(history.log).needs_repair
+        await history.log.aclose()
+
+
+async def test_a_history_trimmed_for_the_model_is_still_recorded_whole() -> None:
+    # pydantic-ai's ProcessHistory capability sends the model only the latest messages; the
+    # run's result then holds those too. The history records every message of every run.
+    sent: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(len(messages))
+        if isinstance(messages[-1].parts[-1], UserPromptPart):
+            call = ToolCallPart("lookup", {"who": "bob"}, tool_call_id=f"k{len(sent)}")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("ok")])
+
+    def latest(messages: list[ModelMessage]) -> list[ModelMessage]:
+        return messages[-3:]
+
+    agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(latest)])
+    tools = make_tools(Path("/dev/null"))
+    async with open_store("memory:", types=pydantic_ai_types()) as store:
+        history = await EventlogHistory.open(store, "trimmed")
+        runs = []
+        for i in range(3):
+            toolsets = [history.durable(tools)]
+            run = await agent.run(f"q{i}", message_history=history.messages(), toolsets=toolsets)
+            await history.record(run)
+            runs.append(run)
+        assert max(sent) <= 3 and len(runs[-1].all_messages()) < 12
+        assert history.messages() == [m for run in runs for m in run.new_messages()]
+        assert len(history.messages()) == 12 and not scan(history.log).needs_repair
         await history.log.aclose()
 
 

@@ -65,11 +65,15 @@ class EventlogHistory:
     :ivar session_id: its id.
     """
 
-    def __init__(self, log: Session, messages: list[ModelMessage], cursor: Cursor) -> None:
+    def __init__(
+        self, log: Session, messages: list[ModelMessage], cursor: Cursor, logged: dict[str, int]
+    ) -> None:
         self.log = log
         self.session_id: str = log.id
         self._messages = messages
         self._cursor = cursor
+        # How many messages of each run (by pydantic-ai's run id) are recorded.
+        self._logged = logged
 
     @classmethod
     async def open(
@@ -121,7 +125,12 @@ class EventlogHistory:
                 f"session {session_id!r}: a stored pydantic-ai message does not validate ({exc})",
                 session_id=session_id,
             ) from exc
-        return cls(log, messages, cursor)
+        logged: dict[str, int] = {}
+        for message in dumped:
+            run_id = message.get("run_id")
+            if isinstance(run_id, str):
+                logged[run_id] = logged.get(run_id, 0) + 1
+        return cls(log, messages, cursor, logged)
 
     def messages(self) -> list[ModelMessage]:
         """The history: every message recorded, oldest first (a new list; pass it as
@@ -142,29 +151,39 @@ class EventlogHistory:
     async def record(self, run: Any) -> None:
         """Append the messages a run added to the history, close its turn, and flush.
 
-        ``run`` is the run's result (anything with ``all_messages()``: ``AgentRunResult``,
-        a streamed result) or the run's whole message list; it must continue this history
-        (the agent was run with ``message_history=history.messages()``). The messages already
-        recorded, by a :class:`DurableToolset` during the run or an earlier ``record``, are not
-        recorded again, so recording the same result twice adds nothing. A run paused on
-        deferred calls keeps its turn open.
+        ``run`` is the run's result (anything with ``all_messages()`` and ``run_id``:
+        ``AgentRunResult``, a streamed result) or the run's message list. The run's messages
+        are those carrying its ``run_id`` (a list's: its last message's), so a history a
+        capability trimmed or rewrote for the model (``ProcessHistory``) records the same; the
+        run must continue this history: the last message recorded is among the messages it was
+        given (run the agent with ``message_history=history.messages()``). A list of messages
+        with no run id must start with the whole history. The messages already recorded, by a
+        :class:`DurableToolset` during the run or an earlier ``record``, are not recorded again,
+        so recording the same result twice adds nothing. A run paused on deferred calls keeps
+        its turn open.
 
         :raises ValidationError: ``run`` is neither; its messages do not continue this
             history; a message holds what no event can (a lone surrogate, an event over the
             store's ``max_event_bytes``). Nothing is appended then.
         """
-        self._log(self._new(_run_messages(run)), close=True)
+        messages, run_id = _run_messages(run)
+        self._log(run_id, self._new(messages, run_id), close=True)
         await self.log.flush()
 
     # -- what the durable toolset calls ----------------------------------------------------
 
     async def before_call(
-        self, messages: Sequence[ModelMessage], call_id: str | None, name: str, arguments: str
+        self,
+        messages: Sequence[ModelMessage],
+        run_id: str | None,
+        call_id: str | None,
+        name: str,
+        arguments: str,
     ) -> Verdict:
         """Log the run's messages so far, then decide one call: run it (its ``tool/call``
         durable first), or answer it with what the log knows (a recorded outcome; for a call
         that started and never finished, ``TOOL_OUTCOME_UNKNOWN``, recorded as its outcome)."""
-        self._log(self._new(messages), close=False)
+        self._log(run_id, self._new(messages, run_id), close=False)
         at = self._cursor
         if call_id is None or at.turn is None or at.step is None or call_id not in at.proposed:
             await self.log.flush()
@@ -202,19 +221,34 @@ class EventlogHistory:
 
     # -- appending -------------------------------------------------------------------------
 
-    def _new(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-        """The messages after the recorded ones; checked by count and by the last recorded."""
+    def _new(self, messages: Sequence[ModelMessage], run_id: str | None) -> list[ModelMessage]:
+        """The messages of run ``run_id`` not recorded yet (with no run id: those after the
+        history, which ``messages`` must start with), checked to continue the history."""
         held = self._messages
-        n = len(held)
-        if len(messages) < n or (n and messages[n - 1] != held[-1]):
-            raise ValidationError(
-                f"session {self.session_id!r}: the run's {len(messages)} messages do not continue "
-                f"its history of {n}: run the agent with message_history=history.messages()",
-                session_id=self.session_id,
-            )
-        return list(messages[n:])
+        if run_id is None:
+            n = len(held)
+            if len(messages) >= n and (not n or messages[n - 1] == held[-1]):
+                return list(messages[n:])
+            raise self._discontinued(len(messages))
+        new = [m for m in messages if m.run_id == run_id]
+        already = self._logged.get(run_id, 0)
+        if already:
+            # Part of this run is recorded already: the history must end in that part.
+            if held and new[already - 1 : already] == held[-1:]:
+                return new[already:]
+        elif not held or any(m == held[-1] for m in reversed(messages) if m.run_id != run_id):
+            return new
+        raise self._discontinued(len(messages))
 
-    def _log(self, new: list[ModelMessage], *, close: bool) -> None:
+    def _discontinued(self, count: int) -> ValidationError:
+        return ValidationError(
+            f"session {self.session_id!r}: the run's {count} messages do not continue its "
+            f"history of {len(self._messages)}: run the agent with "
+            "message_history=history.messages()",
+            session_id=self.session_id,
+        )
+
+    def _log(self, run_id: str | None, new: list[ModelMessage], *, close: bool) -> None:
         try:
             dumped = ModelMessagesTypeAdapter.dump_python(new, mode="json")
         except Exception as exc:
@@ -227,6 +261,8 @@ class EventlogHistory:
         self._append(*appends)
         self._cursor = after
         self._messages.extend(new)
+        if run_id is not None:
+            self._logged[run_id] = self._logged.get(run_id, 0) + len(new)
 
     def _append_outcome(self, call_id: str, text: str, error: ToolError | None) -> ToolOutcome:
         at = self._cursor
@@ -252,7 +288,8 @@ class EventlogHistory:
         return f"EventlogHistory({self.session_id!r}, messages={len(self._messages)})"
 
 
-def _run_messages(run: Any) -> Sequence[ModelMessage]:
+def _run_messages(run: Any) -> tuple[Sequence[ModelMessage], str | None]:
+    """A run's messages and its run id."""
     all_messages = getattr(run, "all_messages", None)
     messages = all_messages() if callable(all_messages) else run
     if not isinstance(messages, list | tuple):
@@ -264,7 +301,10 @@ def _run_messages(run: Any) -> Sequence[ModelMessage]:
             raise ValidationError(
                 f"record(): item {i} is a {type(message).__name__}, not a pydantic-ai ModelMessage"
             )
-    return messages
+    run_id = getattr(run, "run_id", None) if callable(all_messages) else None
+    if run_id is None and messages:
+        run_id = messages[-1].run_id
+    return messages, run_id if isinstance(run_id, str) else None
 
 
 def _text(value: Any) -> str:

@@ -39,7 +39,12 @@ class CallLog(Protocol):
     """What :class:`DurableToolset` calls on the history it logs into (``EventlogHistory``)."""
 
     async def before_call(
-        self, messages: Sequence[ModelMessage], call_id: str | None, name: str, arguments: str
+        self,
+        messages: Sequence[ModelMessage],
+        run_id: str | None,
+        call_id: str | None,
+        name: str,
+        arguments: str,
     ) -> Verdict:
         """Log the run's messages so far and decide the call (its ``tool/call`` durable)."""
 
@@ -87,7 +92,7 @@ class DurableToolset(WrapperToolset[AgentDepsT]):
     ) -> Any:
         call_id = ctx.tool_call_id
         arguments = _arguments(ctx, call_id, tool_args)
-        verdict = await self.history.before_call(ctx.messages, call_id, name, arguments)
+        verdict = await self.history.before_call(ctx.messages, ctx.run_id, call_id, name, arguments)
         if not verdict.run:
             if verdict.is_error:
                 raise ToolFailed(verdict.text)

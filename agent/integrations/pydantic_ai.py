@@ -46,7 +46,9 @@ __all__ = (
 def __getattr__(name: str) -> Any:
     # The history and the toolset import pydantic-ai (an optional extra): only when asked for.
     if name in ("DurableToolset", "EventlogHistory"):
-        with _needs_extra("pydantic-ai", f"{__name__}.{name}", "pydantic_ai"):
+        with _needs_extra(
+            "pydantic-ai", f"{__name__}.{name}", "pydantic_ai", "pydantic", "pydantic_core"
+        ):
             from . import _pydantic_ai_history, _pydantic_ai_tools
 
         module = _pydantic_ai_history if name == "EventlogHistory" else _pydantic_ai_tools
