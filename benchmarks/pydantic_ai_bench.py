@@ -14,7 +14,8 @@ run as ``message_history``. Per run, wall time of:
   ``tool/outcome`` flushed around each body: two more fsyncs per run).
 
 The variants run in the same process, alternating, rotating the order; the overhead of each is
-its per-run time minus the ``none`` time of the same round.
+its per-run time minus the ``none`` time of the same round, in wall time and in the process's
+CPU time (which a machine shared with other work disturbs less; fsync waits are not in it).
 """
 
 from __future__ import annotations
@@ -49,6 +50,17 @@ __all__ = ("VARIANTS", "main")
 
 FULL = ((50, 5), (200, 3))
 QUICK = ((20, 2),)
+#: One measurement: (wall seconds, CPU seconds of the process: every thread, the store's too).
+_Clock = tuple[float, float]
+
+
+def _now() -> _Clock:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: _Clock) -> _Clock:
+    wall, cpu = _now()
+    return wall - start[0], cpu - start[1]
 
 
 def _reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -73,18 +85,18 @@ _AGENT: Agent[None, str] = Agent(FunctionModel(_reply))
 _TOOLS = _tools()
 
 
-async def _none(path: Path, runs: int) -> float:
+async def _none(path: Path, runs: int) -> _Clock:
     history: list[ModelMessage] = []
-    start = time.perf_counter()
+    start = _now()
     for i in range(runs):
         result = await _AGENT.run(f"Weather {i}?", message_history=history, toolsets=[_TOOLS])
         history = result.all_messages()
-    return time.perf_counter() - start
+    return _since(start)
 
 
-async def _json_file(path: Path, runs: int) -> float:
+async def _json_file(path: Path, runs: int) -> _Clock:
     file = path / "history.json"
-    start = time.perf_counter()
+    start = _now()
     for i in range(runs):
         history = ModelMessagesTypeAdapter.validate_json(file.read_bytes()) if i else []
         result = await _AGENT.run(f"Weather {i}?", message_history=history, toolsets=[_TOOLS])
@@ -92,33 +104,33 @@ async def _json_file(path: Path, runs: int) -> float:
             out.write(ModelMessagesTypeAdapter.dump_json(result.all_messages()))
             out.flush()
             os.fsync(out.fileno())
-    return time.perf_counter() - start
+    return _since(start)
 
 
-async def _eventlog(path: Path, runs: int, *, durable: bool) -> float:
+async def _eventlog(path: Path, runs: int, *, durable: bool) -> _Clock:
     async with open_store(f"sqlite:///{path / 'h.db'}", types=pydantic_ai_types()) as store:
         history = await EventlogHistory.open(store, "bench")
         toolsets = [history.durable(_TOOLS) if durable else _TOOLS]
-        start = time.perf_counter()
+        start = _now()
         for i in range(runs):
             result = await _AGENT.run(
                 f"Weather {i}?", message_history=history.messages(), toolsets=toolsets
             )
             await history.record(result)
-        seconds = time.perf_counter() - start
+        seconds = _since(start)
         await history.log.aclose()
     return seconds
 
 
-async def _history(path: Path, runs: int) -> float:
+async def _history(path: Path, runs: int) -> _Clock:
     return await _eventlog(path, runs, durable=False)
 
 
-async def _durable(path: Path, runs: int) -> float:
+async def _durable(path: Path, runs: int) -> _Clock:
     return await _eventlog(path, runs, durable=True)
 
 
-VARIANTS: dict[str, Callable[[Path, int], Coroutine[Any, Any, float]]] = {
+VARIANTS: dict[str, Callable[[Path, int], Coroutine[Any, Any, _Clock]]] = {
     "none": _none,
     "json file": _json_file,
     "EventlogHistory": _history,
@@ -126,16 +138,16 @@ VARIANTS: dict[str, Callable[[Path, int], Coroutine[Any, Any, float]]] = {
 }
 
 
-def _measure(runs: int, rounds: int) -> dict[str, list[float]]:
-    """Per-run milliseconds of each variant, one value per round."""
-    results: dict[str, list[float]] = {name: [] for name in VARIANTS}
+def _measure(runs: int, rounds: int) -> dict[str, list[_Clock]]:
+    """Per-run milliseconds (wall, CPU) of each variant, one pair per round."""
+    results: dict[str, list[_Clock]] = {name: [] for name in VARIANTS}
     names = list(VARIANTS)
     for index in range(rounds):
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
             with tempfile.TemporaryDirectory() as tmp:
-                seconds = asyncio.run(VARIANTS[name](Path(tmp), runs))
-            results[name].append(seconds * 1000 / runs)
+                wall, cpu = asyncio.run(VARIANTS[name](Path(tmp), runs))
+            results[name].append((wall * 1000 / runs, cpu * 1000 / runs))
     return results
 
 
@@ -144,15 +156,17 @@ def main(*, quick: bool = False) -> None:
     for runs, rounds in QUICK if quick else FULL:
         results = _measure(runs, rounds)
         for name, values in results.items():
-            print_figure(Figure(f"R={runs}, {name}: per run", Stats(tuple(values)), "ms"))
-        for name in names_but_none():
-            extra = [v - n for v, n in zip(results[name], results["none"], strict=True)]
-            print(
-                f"R={runs}, {name}: overhead per run {statistics.median(extra):.2f} ms "
-                f"(min–max {min(extra):.2f}–{max(extra):.2f})",
-                flush=True,
-            )
-
-
-def names_but_none() -> list[str]:
-    return [name for name in VARIANTS if name != "none"]
+            for which, clock in (("wall", 0), ("CPU", 1)):
+                stats = Stats(tuple(v[clock] for v in values))
+                print_figure(Figure(f"R={runs}, {name}: per run, {which}", stats, "ms"))
+        for name in (name for name in VARIANTS if name != "none"):
+            for which, clock in (("wall", 0), ("CPU", 1)):
+                extra = [
+                    v[clock] - n[clock] for v, n in zip(results[name], results["none"], strict=True)
+                ]
+                median = statistics.median(extra)
+                print(
+                    f"R={runs}, {name}: overhead per run, {which} {median:.2f} ms "
+                    f"(min–max {min(extra):.2f}–{max(extra):.2f})",
+                    flush=True,
+                )

@@ -59,18 +59,21 @@ def test_a_call_killed_in_its_body_is_answered_not_repeated(tmp_path: Path) -> N
     assert marker.read_text() == "lookup\ntransfer\nnotify\n"
 
     # The session: the cut turn completed by the rerun, the call classed as outcome unknown.
-    assert anyio.run(result_codes, db) == [None, "TOOL_OUTCOME_UNKNOWN", None]
+    codes, texts = anyio.run(tool_results, db)
+    assert codes == [None, "TOOL_OUTCOME_UNKNOWN", None]
+    assert texts[1] == outcome_unknown_text("transfer", "call_2")
     # A third run is a new turn on the same history.
     third = run_child(db, marker)
     assert third.returncode == 0 and third.stdout.startswith("pending=False"), third.stderr
     assert cli(["--db", db, "verify", "conversation-1"]) == 0
 
 
-async def result_codes(db: str) -> list[str | None]:
-    """The error codes of the session's tool results, checking it needs no repair."""
+async def tool_results(db: str) -> tuple[list[str | None], list[str]]:
+    """The error codes and texts of the session's tool results; it needs no repair."""
     async with open_store(db, types=pydantic_ai_types()) as store:
         history = await EventlogHistory.open(store, "conversation-1")
         assert not history.pending and not scan(history.log).needs_repair
         results = [e.data for e in history.log.events() if e.type == "tool/result"]
         await history.log.aclose()
-    return [r.error.code if r.error else None for r in results]
+    codes = [r.error.code if r.error else None for r in results]
+    return codes, [r.message.tool_results[0].text for r in results]

@@ -259,7 +259,8 @@ def _texts(part: UserPromptPart) -> list[str]:
 def _answer(part: object) -> tuple[str, str, bool] | None:
     """``(call_id, text, is_error)`` of a part answering a function tool call, else ``None``."""
     if isinstance(part, ToolReturnPart):
-        return part.tool_call_id, part.model_response_str(), part.outcome in ERROR_OUTCOMES
+        text = part.model_response_str(wrap_if_error=False)
+        return part.tool_call_id, text, part.outcome in ERROR_OUTCOMES
     if isinstance(part, RetryPromptPart) and part.tool_name is not None:
         return part.tool_call_id, part.model_response(), True
     return None
