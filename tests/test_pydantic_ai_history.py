@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from agent.integrations.pydantic_ai import (
 from eventlog import EventTypes, ValidationError, open_store
 from projections import messages as surface_messages
 from recovery import scan
+from tests.pg_children.server import fresh_schema, store_url
 from tests.pydantic_ai_children.support import CALLS, make_agent, make_tools
 
 pytestmark = pytest.mark.anyio
@@ -80,6 +82,26 @@ async def test_a_history_reopened_in_a_new_store_is_the_runs_messages(tmp_path: 
         assert not again.pending
         await again.log.aclose()
     assert marker.read_text() == "lookup\ntransfer\nnotify\n"
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    with fresh_schema() as name:
+        yield name
+
+
+async def test_the_history_round_trips_on_postgresql(schema: str, tmp_path: Path) -> None:
+    marker = tmp_path / "effects.txt"
+    async with open_store(store_url(schema), types=pydantic_ai_types()) as store:
+        history = await EventlogHistory.open(store, "pg")
+        toolsets = [history.durable(make_tools(marker))]
+        run = await make_agent().run("Pay bob 10.", message_history=[], toolsets=toolsets)
+        await history.record(run)
+    async with open_store(store_url(schema), types=pydantic_ai_types()) as store:
+        again = await EventlogHistory.open(store, "pg")
+        assert dumped(again.messages()) == dumped(run.all_messages())
+        assert "tool/call" in core_types(again) and not scan(again.log).needs_repair
+        await again.log.aclose()
 
 
 async def test_test_model_runs_round_trip_with_every_tool_and_structured_args() -> None:
