@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
+from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
@@ -127,6 +128,25 @@ async def test_test_model_runs_round_trip_with_every_tool_and_structured_args() 
         outcomes = [e.data for e in again.log.events() if e.type == "tool/outcome"]
         assert outcomes and outcomes[0].result.tool_results[0].text == '{"area":0.0,"unit":"m"}'
         await again.log.aclose()
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+async def test_structured_output_runs_close_their_turns() -> None:
+    # An output type is an output tool: its call is answered in the run, so each turn closes.
+    agent = Agent(TestModel(), output_type=City)
+    async with open_store("memory:", types=pydantic_ai_types()) as store:
+        history = await EventlogHistory.open(store, "cities")
+        for prompt in ("one", "two"):
+            run = await agent.run(prompt, message_history=history.messages())
+            await history.record(run)
+        assert isinstance(run.output, City) and history.messages() == run.all_messages()
+        assert core_types(history).count("turn/end") == 2 and not history.pending
+        assert not scan(history.log).needs_repair
+        await history.log.aclose()
 
 
 async def test_each_run_of_a_conversation_is_a_turn_and_sees_the_whole_history(
@@ -259,6 +279,9 @@ async def test_bad_input_is_refused_and_the_store_is_left_byte_identical(tmp_pat
         with pytest.raises(ValidationError, match="do not continue"):
             await agent.run("Pay bob.", toolsets=[history.durable(make_tools(marker))])
         assert not marker.exists()
+        # A session id no store keeps is refused before anything is stored.
+        with pytest.raises(ValidationError, match="session id"):
+            await EventlogHistory.open(store, "c\n")
         await history.log.flush()
         assert history.log.head == head and path.read_bytes() == before
         assert history.messages() == first.all_messages()
