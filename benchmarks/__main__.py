@@ -7,7 +7,8 @@ and now), ``approvals`` (an approval round trip against a plain call; ``approval
 over many sessions),
 ``audit`` (show and serve on long sessions), ``open`` (open against history length, from
 snapshots), ``models`` (provider adapters over a loopback server), ``openai_agents``
-(EventlogSession against the SDK's SQLiteSession), ``many`` (N concurrent sessions flushing at
+(EventlogSession against the SDK's SQLiteSession), ``pydantic_ai`` (EventlogHistory's
+per-run overhead against none), ``many`` (N concurrent sessions flushing at
 the agent's checkpoints; several minutes).
 Without a suite name every suite but ``peers`` and ``many`` runs (``make bench`` runs ``peers``
 too).
@@ -37,6 +38,7 @@ SUITES = {
     "openai_agents": "benchmarks.openai_agents_bench",
     "openai_agents-resume": "benchmarks.openai_agents_bench:resume",
     "open": "benchmarks.open_bench",
+    "pydantic_ai": "benchmarks.pydantic_ai_bench",
     "many": "benchmarks.many_bench",
     "approvals": "benchmarks.approvals_bench",
 }
@@ -53,6 +55,7 @@ DEFAULT = (
     "openai_agents",
     "openai_agents-resume",
     "open",
+    "pydantic_ai",
 )
 
 

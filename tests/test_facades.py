@@ -56,6 +56,7 @@ FACADES = frozenset(
         # The README: each integration is imported by path, with its framework.
         "agent.integrations.langgraph",
         "agent.integrations.openai_agents",
+        "agent.integrations.pydantic_ai",
         "agent.models",
         "agent.otel",
         "agent.report",

@@ -17,7 +17,11 @@ from typing import Any
 
 from eventlog import EventLogError, EventTypes
 
-from ..integrations import register_langgraph_types, register_openai_agents_types
+from ..integrations import (
+    register_langgraph_types,
+    register_openai_agents_types,
+    register_pydantic_ai_types,
+)
 from ._errors import CliError
 
 __all__ = ("DEFAULT_REGISTRIES", "load_types")
@@ -26,6 +30,7 @@ __all__ = ("DEFAULT_REGISTRIES", "load_types")
 DEFAULT_REGISTRIES: tuple[Callable[[EventTypes], EventTypes], ...] = (
     register_langgraph_types,
     register_openai_agents_types,
+    register_pydantic_ai_types,
 )
 
 

@@ -8,5 +8,10 @@ that never run the framework (the ``eventlog`` command) use to open its sessions
 
 from ._langgraph_events import register_langgraph_types
 from ._openai_agents_events import register_openai_agents_types
+from ._pydantic_ai_events import register_pydantic_ai_types
 
-__all__ = ("register_langgraph_types", "register_openai_agents_types")
+__all__ = (
+    "register_langgraph_types",
+    "register_openai_agents_types",
+    "register_pydantic_ai_types",
+)

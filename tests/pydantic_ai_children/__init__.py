@@ -1,0 +1,1 @@
+"""Child processes and helpers of the pydantic-ai tests."""
