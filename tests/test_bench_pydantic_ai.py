@@ -16,7 +16,7 @@ async def _stored(path: Path) -> tuple[int, int]:
     """Messages in the benchmark's history, and its tool/call events."""
     async with open_store(f"sqlite:///{path / 'h.db'}", types=pydantic_ai_types()) as store:
         history = await EventlogHistory.open(store, "bench")
-        calls = sum(1 for e in history.log.events() if e.type == "tool/call")
+        calls = sum(1 for e in history.log.window() if e.type == "tool/call")
         await history.log.aclose()
     return len(history.messages()), calls
 

@@ -73,7 +73,7 @@ async def tool_results(db: str) -> tuple[list[str | None], list[str]]:
     async with open_store(db, types=pydantic_ai_types()) as store:
         history = await EventlogHistory.open(store, "conversation-1")
         assert not history.pending and not scan(history.log).needs_repair
-        results = [e.data for e in history.log.events() if e.type == "tool/result"]
+        results = [e.data for e in history.log.window() if e.type == "tool/result"]
         await history.log.aclose()
     codes = [r.error.code if r.error else None for r in results]
     return codes, [r.message.tool_results[0].text for r in results]

@@ -51,7 +51,7 @@ def dumped(messages: list[ModelMessage]) -> bytes:
 
 
 def core_types(history: EventlogHistory) -> list[str]:
-    return [e.type for e in history.log.events() if not e.type.startswith("pydantic_ai/")]
+    return [e.type for e in history.log.window() if not e.type.startswith("pydantic_ai/")]
 
 
 async def test_a_history_reopened_in_a_new_store_is_the_runs_messages(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ async def test_test_model_runs_round_trip_with_every_tool_and_structured_args() 
         again = await EventlogHistory.open(store, "t")
         assert dumped(again.messages()) == dumped(run.all_messages())
         # A non-string result is recorded as its JSON text.
-        outcomes = [e.data for e in again.log.events() if e.type == "tool/outcome"]
+        outcomes = [e.data for e in again.log.window() if e.type == "tool/outcome"]
         assert outcomes and outcomes[0].result.tool_results[0].text == '{"area":0.0,"unit":"m"}'
         await again.log.aclose()
 
@@ -176,7 +176,7 @@ async def test_each_run_of_a_conversation_is_a_turn_and_sees_the_whole_history(
         assert [m.parts[0].content for m in history.messages()] == [  # type: ignore[union-attr]
             "one", "you said one", "two", "you said two", "three", "you said three",
         ]  # fmt: skip
-        turns = [e.data.turn for e in history.log.events() if e.type == "turn/end"]
+        turns = [e.data.turn for e in history.log.window() if e.type == "turn/end"]
         assert turns == [1, 2, 3] and not scan(history.log).needs_repair
         await history.log.aclose()
 
@@ -238,7 +238,7 @@ async def test_parallel_calls_are_answered_in_the_models_order(tmp_path: Path) -
             "go", message_history=[], toolsets=[history.durable(tools)]
         )
         await history.record(run)
-        events = history.log.events()
+        events = history.log.window()
         of = {
             t: [e.data.call_id for e in events if e.type == t]
             for t in ("tool/call", "tool/outcome")
@@ -321,7 +321,7 @@ async def test_a_failing_body_is_recorded_and_its_rerun_gets_the_record(tmp_path
         await again.record(run)
         # The model is told what happened; the body did not run a second time.
         assert run.output == "RuntimeError: card declined" and ran == ["charge"]
-        result = next(e.data for e in again.log.events() if e.type == "tool/result")
+        result = next(e.data for e in again.log.window() if e.type == "tool/result")
         assert result.error is not None and result.error.code == "TOOL_FAILED"
         assert not scan(again.log).needs_repair and not again.pending
         await again.log.aclose()
