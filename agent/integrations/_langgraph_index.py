@@ -3,25 +3,24 @@
 The saver answers reads from a :class:`ThreadIndex` folded from the thread's events: seqs, not
 values. Whatever a read needs (a checkpoint, the blobs of the channel versions it names, the
 writes pending against it) is read from the session when asked, from memory for the events it
-holds and from the store for older ones (``Session.read_events``), and put into a scratch
-``InMemorySaver`` whose own readers build the answer: LangGraph's reference semantics, over
-only the entries the answer needs. So a thread holds in memory a few ints per checkpoint, not
+holds and from the store for older ones (``Session.read_events``), into a :class:`Loaded`
+from which the answer is built. So a thread holds in memory a few ints per checkpoint, not
 every value it ever stored (with ``add_messages`` each checkpoint stores the whole history).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import Event, EventNotLoadedError, Session
 
-from ._langgraph_events import Checkpointed, WritesPut
+from ._langgraph_events import Checkpointed, Typed, WritesPut
 
-__all__ = ("ThreadIndex", "fill", "read_at")
+__all__ = ("Loaded", "ThreadIndex", "load", "read_at")
 
 #: Two wanted seqs closer than this are read in one range (one store query, not two).
 _GAP = 32
@@ -110,55 +109,74 @@ def _runs(seqs: Sequence[int]) -> list[tuple[int, int]]:
     return runs
 
 
-async def fill(
-    scratch: InMemorySaver,
+@dataclass(slots=True)
+class Loaded:
+    """The values of some checkpoints of one namespace, read from the log where the index
+    says they are: what a read's answer is built from (:mod:`._langgraph_tuples`).
+
+    :ivar checkpoints: checkpoint id -> its event's payload and its decoded checkpoint
+        (without channel values, as it was logged).
+    :ivar blobs: ``(channel, version)`` -> the value the index keeps for it (the last logged).
+    :ivar writes: checkpoint id -> ``(task id, idx)`` -> ``(task id, channel, value, task
+        path)``: the pending write the index keeps for that key.
+    """
+
+    checkpoints: dict[str, tuple[Checkpointed, dict[str, Any]]] = field(default_factory=dict)
+    blobs: dict[tuple[str, Any], Typed] = field(default_factory=dict)
+    writes: dict[str, dict[tuple[str, int], tuple[str, str, Typed, str]]] = field(
+        default_factory=dict
+    )
+
+
+async def load(
+    serde: SerializerProtocol,
     session: Session,
     index: ThreadIndex,
-    thread_id: str,
     ns: str,
     ids: Sequence[str],
     *,
     channels: Sequence[str] | None = None,
     checkpoints: dict[int, Event] | None = None,
-) -> None:
-    """Put checkpoints ``ids`` of ``ns`` into ``scratch``'s dicts, with the blobs of the
-    channel versions each names (only ``channels``' when given) and the writes pending against
-    each, read from ``session``: two rounds of reads (the checkpoints, then what they name).
-    ``checkpoints`` holds checkpoint events already read."""
-    serde: SerializerProtocol = scratch.serde
+) -> Loaded:
+    """Checkpoints ``ids`` of ``ns`` (stored in ``index``), with the blobs of the channel
+    versions each names (only ``channels``' when given) and the writes pending against each,
+    read from ``session``: two rounds of reads (the checkpoints, then what they name).
+    ``checkpoints`` holds checkpoint events already read.
+
+    :raises EventNotLoadedError: the store no longer holds one of them (see :func:`read_at`).
+    """
     entries = index.checkpoints.get(ns, {})
     read = dict(checkpoints or {})
     read.update(await read_at(session, (entries[i][0] for i in ids if entries[i][0] not in read)))
+    loaded = Loaded()
     wanted: set[int] = set()
     for checkpoint_id in ids:
         data: Checkpointed = read[entries[checkpoint_id][0]].data
-        scratch.storage[thread_id][ns][checkpoint_id] = (
-            data.checkpoint.pair(),
-            data.metadata.pair(),
-            data.parent,
-        )
-        versions = serde.loads_typed(data.checkpoint.pair()).get("channel_versions", {})
-        for channel, version in versions.items():
+        decoded = serde.loads_typed(data.checkpoint.pair())
+        loaded.checkpoints[checkpoint_id] = (data, decoded)
+        for channel, version in decoded.get("channel_versions", {}).items():
             blob = index.blobs.get((ns, channel, version))
             if blob is not None and (channels is None or channel in channels):
                 wanted.add(blob[0])
         wanted.update(index.writes.get((ns, checkpoint_id), {}).values())
     for event in (await read_at(session, wanted - read.keys())).values():
         read[event.seq] = event
-    for seq in wanted:
-        _put(scratch, index, thread_id, read[seq])
+    for seq in sorted(wanted):
+        _take(loaded, index, read[seq])
+    return loaded
 
 
-def _put(scratch: InMemorySaver, index: ThreadIndex, thread_id: str, event: Event) -> None:
+def _take(loaded: Loaded, index: ThreadIndex, event: Event) -> None:
+    """Put into ``loaded`` the blobs and writes of ``event`` that the index keeps there."""
     data = event.data
     if isinstance(data, Checkpointed):
         for blob in data.blobs:
             if index.blobs.get((data.ns, blob.channel, blob.version), (None,))[0] == event.seq:
-                scratch.blobs[(thread_id, data.ns, blob.channel, blob.version)] = blob.value.pair()
+                loaded.blobs[(blob.channel, blob.version)] = blob.value
     elif isinstance(data, WritesPut):
         stored = index.writes.get((data.ns, data.checkpoint_id), {})
-        target = scratch.writes[(thread_id, data.ns, data.checkpoint_id)]
+        target = loaded.writes.setdefault(data.checkpoint_id, {})
         for write in data.writes:
             key = (data.task_id, write.idx)
             if stored.get(key) == event.seq:  # the write the index kept (the last, if special)
-                target[key] = (data.task_id, write.channel, write.value.pair(), data.task_path)
+                target[key] = (data.task_id, write.channel, write.value, data.task_path)

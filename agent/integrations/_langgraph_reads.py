@@ -1,7 +1,7 @@
-"""The LangGraph saver's reads that walk several checkpoints: a page of ``list`` and the
+"""The LangGraph saver's reads: one checkpoint (``get_tuple``), a page of ``list`` and the
 ``DeltaChannel`` history of a checkpoint's ancestors. Each reads only the events its answer
-needs (from the store when the session does not hold them) into a scratch ``InMemorySaver``
-whose own readers give the answer."""
+needs (from the store when the session does not hold them) and builds the answer from them
+(:mod:`._langgraph_tuples`)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,35 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
-from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory, get_checkpoint_id
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import Event, Session
 
-from ._langgraph_index import ThreadIndex, fill, read_at
+from ._langgraph_index import ThreadIndex, load, read_at
+from ._langgraph_tuples import checkpoint_tuple, delta_history_of, metadata_matches
 
-__all__ = ("PAGE", "delta_history", "read_page")
+__all__ = ("PAGE", "delta_history", "read_page", "read_tuple")
 
 #: Checkpoints materialised per page of ``list`` (and per read of an ancestor chain).
 PAGE = 32
+
+
+async def read_tuple(
+    serde: SerializerProtocol,
+    session: Session,
+    index: ThreadIndex,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    config: RunnableConfig,
+) -> CheckpointTuple:
+    """Checkpoint ``checkpoint_id`` of ``ns`` (stored in ``index``) as ``get_tuple`` answers
+    ``config``: under ``config`` itself when it names the checkpoint, else under the
+    checkpoint's own config."""
+    loaded = await load(serde, session, index, ns, [checkpoint_id])
+    named = config if get_checkpoint_id(config) else None
+    return checkpoint_tuple(serde, loaded, thread_id, ns, checkpoint_id, config=named)
 
 
 async def read_page(
@@ -32,50 +49,31 @@ async def read_page(
     ids: Sequence[str],
     filter: dict[str, Any] | None,
 ) -> list[CheckpointTuple]:
-    """Checkpoints ``ids`` (newest first) that match ``filter``, as ``InMemorySaver.list``
-    gives them: the metadata filter is applied before any blob is read."""
+    """Checkpoints ``ids`` (newest first) that match ``filter``, as ``list`` gives them: the
+    metadata filter is applied before any blob is read."""
     entries = index.checkpoints[ns]
     read = await read_at(session, (entries[i][0] for i in ids))
-    if filter:
-        loads = serde.loads_typed
-        ids = [
-            i
-            for i in ids
-            for metadata in (loads(read[entries[i][0]].data.metadata.pair()),)
-            if all(value == metadata.get(key) for key, value in filter.items())
-        ]
-    scratch = InMemorySaver(serde=serde)
-    await fill(scratch, session, index, thread_id, ns, ids, checkpoints=read)
-    scope: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
-    return list(scratch.list(scope, filter=filter))
+    metadata = {i: serde.loads_typed(read[entries[i][0]].data.metadata.pair()) for i in ids}
+    ids = [i for i in ids if metadata_matches(metadata[i], filter)]
+    loaded = await load(serde, session, index, ns, ids, checkpoints=read)
+    return [checkpoint_tuple(serde, loaded, thread_id, ns, i, metadata=metadata[i]) for i in ids]
 
 
 async def delta_history(
-    scratch: InMemorySaver,
+    serde: SerializerProtocol,
     session: Session,
     index: ThreadIndex,
-    thread_id: str,
     ns: str,
     target: str,
-    config: RunnableConfig,
     channels: Sequence[str],
 ) -> Mapping[str, DeltaChannelHistory]:
-    """The ``DeltaChannel`` history of checkpoint ``target`` (stored in ``index``), as
-    ``InMemorySaver`` answers it: its ancestors back to the nearest one holding a value of each
-    channel, or to the root, each read once."""
-    chain, read = await _seeded_chain(scratch.serde, session, index, ns, target, channels)
-    await fill(
-        scratch,
-        session,
-        index,
-        thread_id,
-        ns,
-        [target, *chain],
-        channels=channels,
-        checkpoints=read,  # the ancestors' events, read once
-    )
-    pinned: RunnableConfig = {"configurable": {**config["configurable"], "checkpoint_id": target}}
-    return scratch.get_delta_channel_history(config=pinned, channels=channels)
+    """The ``DeltaChannel`` history of checkpoint ``target`` (stored in ``index``): its
+    ancestors back to the nearest one holding a value of each channel, or to the root, each
+    read once."""
+    chain, read = await _seeded_chain(serde, session, index, ns, target, channels)
+    # The ancestors' events, read once; of their blobs only the channels asked for.
+    loaded = await load(serde, session, index, ns, chain, channels=channels, checkpoints=read)
+    return delta_history_of(serde, loaded, chain, channels)
 
 
 async def _seeded_chain(

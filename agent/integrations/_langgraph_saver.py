@@ -4,8 +4,8 @@ Each LangGraph thread is one eventlog session (:func:`session_id_for`, the threa
 session's metadata). ``put`` appends a ``langgraph/checkpoint`` event, ``put_writes`` a
 ``langgraph/writes`` event, each flushed before the call returns. Reads are answered from an
 index folded from those events that says where each value is (:class:`ThreadIndex`); the
-values a read needs are read from the log and handed to a scratch ``InMemorySaver``, so that
-``get_tuple``/``list`` answer with LangGraph's own reference semantics.
+values a read needs are read from the log and the answer is built from them with LangGraph's
+public types only (:mod:`._langgraph_tuples`), the answers LangGraph's reference saver gives.
 
 A thread's session is opened with the default (snapshot) open: it holds the events since its
 latest snapshot, and a read of an older checkpoint reads it from the store.
@@ -38,7 +38,6 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
     get_checkpoint_id,
 )
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import (
@@ -61,8 +60,9 @@ from ._langgraph_calls import (
     writes_put,
 )
 from ._langgraph_events import CHECKPOINT, WRITES, session_id_for
-from ._langgraph_index import ThreadIndex, fill
-from ._langgraph_reads import PAGE, delta_history, read_page
+from ._langgraph_index import Loaded, ThreadIndex
+from ._langgraph_reads import PAGE, delta_history, read_page, read_tuple
+from ._langgraph_tuples import delta_history_of, next_version
 from ._types import shown
 
 __all__ = ("EventLoopThreadError", "EventlogSaver")
@@ -125,8 +125,6 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                 hint="open it with open_store(url, types=langgraph_types())",
             )
         self._store = store
-        # Only for get_next_version, which reads no state.
-        self._versions = InMemorySaver(serde=self.serde)
         self._threads: dict[str, _Thread] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._token = anyio.lowlevel.current_token()
@@ -229,9 +227,8 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         wanted = get_checkpoint_id(config) or (thread.index.latest(ns) if thread else None)
         if thread is None or wanted is None or wanted not in thread.index.checkpoints.get(ns, {}):
             return None
-        scratch = InMemorySaver(serde=self.serde)
-        await fill(scratch, thread.session, thread.index, thread_id, ns, [wanted])
-        return scratch.get_tuple(config)
+        where = (thread.session, thread.index, thread_id, ns)
+        return await read_tuple(self.serde, *where, wanted, config)
 
     async def alist(
         self,
@@ -241,7 +238,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """Checkpoints newest first, as LangGraph's ``InMemorySaver`` lists them; without a
+        """Checkpoints newest first, as LangGraph's reference saver lists them; without a
         ``config``, every thread of the store. Streams: the checkpoints are read (from the
         store when the session does not hold them) a page at a time as the caller iterates,
         and only as many as ``limit`` asks for; the ids listed are those stored when the call
@@ -374,7 +371,7 @@ class EventlogSaver(BaseCheckpointSaver[str]):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """LangGraph's ``DeltaChannel`` history (beta), as ``InMemorySaver`` answers it: the
+        """LangGraph's ``DeltaChannel`` history (beta), as its reference saver answers it: the
         checkpoint's ancestors are read (from the store when the session does not hold them)
         back to the nearest one holding a value of each channel, or to the root."""
         thread_id, channels = thread_of(config), checked_channels(channels)
@@ -382,20 +379,18 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         thread = self._threads.get(thread_id)
         ns = config["configurable"].get("checkpoint_ns", "")
         target = get_checkpoint_id(config) or (thread.index.latest(ns) if thread else None)
-        scratch = InMemorySaver(serde=self.serde)
         if thread is None or target not in thread.index.checkpoints.get(ns, {}):
-            return scratch.get_delta_channel_history(config=config, channels=channels)
+            return delta_history_of(self.serde, Loaded(), [], channels)  # no ancestors
         assert target is not None
-        where = (thread.session, thread.index, thread_id, ns)
-        return await delta_history(scratch, *where, target, config, channels)
+        return await delta_history(self.serde, thread.session, thread.index, ns, target, channels)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """Versions as ``InMemorySaver`` makes them: sortable strings.
+        """Versions as LangGraph's reference saver makes them: sortable strings.
 
         :raises ValidationError: ``current`` is not a version this saver made.
         """
         try:
-            return self._versions.get_next_version(current, channel)
+            return next_version(current)
         except (TypeError, ValueError, AttributeError) as exc:
             raise ValidationError(f"{shown(current)} is not a channel version") from exc
 
