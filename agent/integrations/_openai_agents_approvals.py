@@ -70,18 +70,25 @@ class ApprovalsMixin:
         else touches the session: until it returns, a crash loses the pause (the calls are
         left unanswered in the open step, as an app's own history is).
 
-        :raises ValidationError: an interruption is not a function tool's call (hosted MCP,
+        :raises ValidationError: ``result`` is neither a run's result nor a ``RunState``, an
+            interruption is not a function tool's call (hosted MCP,
             shell and computer approvals are not kept), its call is not a call of the session's
             open step (the run was not given this session), or the state is over the store's
             ``max_event_bytes``; nothing was written.
         :raises UserError: (the SDK's) the state does not serialize (a context that is not a
             mapping, without ``context_serializer``).
         """
+        log = self.log
         state = result.to_state() if callable(getattr(result, "to_state", None)) else result
+        if not callable(getattr(state, "get_interruptions", None)):
+            raise ValidationError(
+                f"session {log.id!r}: save_interruption takes what Runner.run returned or its "
+                f"RunState, got {shown(result)}",
+                session_id=log.id,
+            )
         interruptions = state.get_interruptions()
         if not interruptions:
             return ()
-        log = self.log
         line = timeline(log)
         if line.step is None:
             raise ValidationError(
