@@ -1,5 +1,5 @@
 """A real SDK agent whose ``pay`` tool needs approval, one life of it per process:
-``python -m ... DB URL MARKER ask|resume``.
+``python -m ... DB URL MARKER ask|resume|resume-kill``.
 
 - ``ask``: run ``Pay 3 and 4.``; the run is interrupted for approval; keep the pause
   (``save_interruption``), print the waiting call ids, then SIGKILL the process: whatever
@@ -7,6 +7,8 @@
 - ``resume``: open the session in a new process, rebuild the run from the log
   (``pending_run``, with the decisions ``eventlog approve``/``deny`` recorded), run it to its
   end and print its final output (``nothing waits`` when no saved run waits).
+- ``resume-kill``: as ``resume``, but the process SIGKILLs itself inside ``pay``'s body, after
+  its effect.
 
 ``pay`` appends ``paid AMOUNT`` to ``MARKER`` (its external effect), so the test counts bodies.
 """
@@ -32,6 +34,8 @@ async def main(db: str, url: str, marker: Path, life: str) -> None:
         """Pay an amount."""
         with marker.open("a") as out:
             out.write(f"paid {amount}\n")
+        if life == "resume-kill":
+            os.kill(os.getpid(), signal.SIGKILL)
         return f"paid {amount}"
 
     client = client_for(url)
