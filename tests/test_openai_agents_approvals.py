@@ -29,7 +29,7 @@ from openai.types.responses import (
 )
 
 from agent.integrations.openai_agents import SDK_DECIDER, EventlogSession, openai_agents_types
-from eventlog import open_store
+from eventlog import ValidationError, open_store
 from projections import timeline
 from recovery import (
     ApprovalConflictError,
@@ -183,6 +183,52 @@ async def test_a_call_the_log_denied_never_runs_whatever_the_sdk_state_says() ->
         result = await Runner.run(agent, state, session=session, hooks=session.hooks)
         assert result.final_output == "Done." and paid == []
         assert _results(session)["c1"] == denied_text("pay", "c1", "over budget")
+        await session.log.aclose()
+
+
+async def test_a_rejection_on_the_sdk_state_does_not_overturn_the_logs_approval() -> None:
+    paid: list[int] = []
+    agent = _payer(paid, [_call("c1", 3)], [_text("Paid.")])
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        paused = await Runner.run(agent, "Pay 3.", session=session, hooks=session.hooks)
+        await session.save_interruption(paused)
+        await session.approve("c1", by="ana")
+        # A state kept in memory rejects: the run stops at its first call of the session,
+        # before the rejection is logged as the call's answer.
+        state = paused.to_state()
+        state.reject(state.get_interruptions()[0])
+        with pytest.raises(ApprovalConflictError):
+            await Runner.run(agent, state, session=session, hooks=session.hooks)
+        assert paid == [] and _decisions(session) == [("c1", "approve", "ana")]
+        assert "c1" not in _results(session)
+        await session.log.aclose()
+
+
+async def test_a_saved_state_that_would_run_a_call_again_is_refused() -> None:
+    paid: list[int] = []
+    agent = _payer(paid, [_call("c1", 3), _call("c2", 4)], [_text("Paid.")])
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        paused = await Runner.run(agent, "Pay 3 and 4.", session=session, hooks=session.hooks)
+        await session.save_interruption(paused)
+        await session.approve("c1", by="ana")
+        again = await Runner.run(
+            agent, await session.pending_run(agent), session=session, hooks=session.hooks
+        )
+        assert paid == [3] and _ids(again.interruptions) == ["c2"]
+        # The second pause is not saved: the saved state still holds c1, which has run.
+        head = session.log.head
+        with pytest.raises(ValidationError, match=r"would run call 'c1'.* again"):
+            await session.pending_run(agent)
+        assert session.log.head == head and paid == [3]
+        # Saving the second pause makes the run resumable again, without c1.
+        await session.save_interruption(again)
+        await session.deny("c2", by="ana")
+        result = await Runner.run(
+            agent, await session.pending_run(agent), session=session, hooks=session.hooks
+        )
+        assert result.final_output == "Paid." and paid == [3]
         await session.log.aclose()
 
 
