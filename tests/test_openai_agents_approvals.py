@@ -232,6 +232,27 @@ async def test_a_saved_state_that_would_run_a_call_again_is_refused() -> None:
         await session.log.aclose()
 
 
+async def test_a_new_run_is_refused_while_a_paused_one_waits() -> None:
+    paid: list[int] = []
+    agent = _payer(paid, [_call("c1", 3)], [_text("Paid.")])
+    async with open_store("memory:", types=openai_agents_types()) as store:
+        session = await EventlogSession.open(store, "s")
+        paused = await Runner.run(agent, "Pay 3.", session=session, hooks=session.hooks)
+        await session.save_interruption(paused)
+        head = session.log.head
+        # New input would leave c1 asked and unanswered, and send the model a call with no
+        # output: refused before the model is called, nothing written.
+        with pytest.raises(ValidationError, match=r"waits for a decision on 'c1' \(pay\)"):
+            await Runner.run(agent, "Never mind.", session=session, hooks=session.hooks)
+        assert session.log.head == head
+        # Denied, the paused run resumes: the model is told, and new runs go on after it.
+        await session.deny("c1", by="ana")
+        state = await session.pending_run(agent)
+        result = await Runner.run(agent, state, session=session, hooks=session.hooks)
+        assert result.final_output == "Paid." and paid == []
+        await session.log.aclose()
+
+
 async def test_a_run_that_was_not_interrupted_saves_nothing() -> None:
     paid: list[int] = []
     agent = _payer(paid, [_text("Nothing to pay.")])

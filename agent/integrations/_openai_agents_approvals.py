@@ -40,9 +40,16 @@ from projections import ToolCallState, timeline
 from recovery import ApprovalRecord, PendingApproval, decide, denied_text, pending_approvals
 
 from ._openai_agents_events import RUN_STATE, SavedRunState
+from ._openai_agents_runs import resumes
 from ._types import shown
 
-__all__ = ("NEEDS_APPROVAL", "SDK_DECIDER", "ApprovalsMixin", "record_decisions")
+__all__ = (
+    "NEEDS_APPROVAL",
+    "SDK_DECIDER",
+    "ApprovalsMixin",
+    "record_decisions",
+    "refuse_new_run",
+)
 
 #: The ``reason`` of a ``tool/approval-request`` logged for an SDK interruption.
 NEEDS_APPROVAL = "the tool's needs_approval"
@@ -244,6 +251,26 @@ async def record_decisions(log: Session, context: Any, *, call_id: str | None = 
         await decide(
             log, call.call_id, "approve" if verdict else "deny", by=SDK_DECIDER, reason=reason
         )
+
+
+def refuse_new_run(log: Session, context: Any) -> None:
+    """Refuse a new run (``context`` is its ``RunContextWrapper``) while calls of the open
+    step asked for a decision and have no answer, unless it resumes the paused run (it holds
+    a decision on one of them). A new run would leave them unanswered in a closed step, and
+    its model request would hold calls with no output.
+
+    :raises ValidationError: naming the waiting calls; nothing was written.
+    """
+    waiting = [call for call in timeline(log).approvals if call.result is None]
+    if not waiting or resumes(log, context):
+        return
+    named = ", ".join(f"{call.call_id!r} ({call.name})" for call in waiting)
+    raise ValidationError(
+        f"session {log.id!r}: a paused run waits for a decision on {named} (turn "
+        f"{waiting[0].turn}, step {waiting[0].step}): resume it (pending_run) or decide "
+        "its calls before a new run",
+        session_id=log.id,
+    )
 
 
 def _rejection(context: Any, call: ToolCallState) -> str | None:

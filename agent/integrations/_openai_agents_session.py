@@ -36,7 +36,7 @@ from eventlog.stores import LogStore
 from projections import timeline, to_openai_responses
 from recovery import repair
 
-from ._openai_agents_approvals import ApprovalsMixin, record_decisions
+from ._openai_agents_approvals import ApprovalsMixin, record_decisions, refuse_new_run
 from ._openai_agents_events import CLEAR, ITEMS, POP, Cleared, Items, Popped, SessionItems
 from ._openai_agents_items import assistant_parts as _assistant_parts
 from ._openai_agents_items import checked as _checked
@@ -298,7 +298,10 @@ class EventlogSession(ApprovalsMixin):
 
     async def _enter(self, wrapper: Any) -> None:
         """A call of the run ``wrapper``: when it starts a new run, close what the previous
-        one left open."""
+        one left open. A new run is refused while a paused run waits (see
+        :func:`refuse_new_run`)."""
+        if self._runs.is_new(wrapper):
+            refuse_new_run(self.log, wrapper)
         left = self._runs.enter(wrapper)
         if left is None:
             return
