@@ -267,8 +267,8 @@ def refuse_new_run(log: Session, context: Any) -> None:
     named = ", ".join(f"{call.call_id!r} ({call.name})" for call in waiting)
     raise ValidationError(
         f"session {log.id!r}: a paused run waits for a decision on {named} (turn "
-        f"{waiting[0].turn}, step {waiting[0].step}): resume it (pending_run) or decide "
-        "its calls before a new run",
+        f"{waiting[0].turn}, step {waiting[0].step}): resume it first (pending_run; deny "
+        "what must not run)",
         session_id=log.id,
     )
 
