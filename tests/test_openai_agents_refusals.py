@@ -108,6 +108,20 @@ def _call(draw: Callable[..., Any], method: str, session: EventlogSession, store
                 pass
 
         return guarded
+    if method == "save_interruption":
+        result = draw(hostile())
+        return lambda: session.save_interruption(result)
+    if method == "pending_run":
+        # Nothing paused in the seeded session: whatever the agent, no run is rebuilt.
+        starting = draw(hostile())
+        return lambda: session.pending_run(starting)
+    if method in ("approve", "deny"):
+        # The seeded session's call asked for no decision: any decision on it is refused.
+        call_id = draw(st.one_of(st.just("c1"), BAD_TEXT, hostile()))
+        by, reason = draw(st.one_of(st.just("ana"), hostile())), draw(hostile())
+        return lambda: getattr(session, method)(call_id, by=by, reason=reason)
+    if method == "pending_approvals":
+        return session.pending_approvals
     if method in ("hooks", "step", "end_turn", "watched"):
         return lambda: _sync(lambda: getattr(session, method))
     if method in ("pop_item", "clear_session"):
@@ -155,6 +169,7 @@ def test_the_property_covers_every_public_method() -> None:
         "add_items", "get_items", "pop_item", "clear_session", "open", "hooks",
         "log_model_output", "step", "end_turn", "on_llm_end", "on_tool_start", "on_tool_end",
         "on_agent_end", "on_agent_start", "on_llm_start", "on_handoff", "watched", "guard",
+        "save_interruption", "pending_run", "pending_approvals", "approve", "deny",
     }  # fmt: skip
     assert set(METHODS) == covered
 

@@ -1,7 +1,7 @@
 """The OpenAI Agents SDK session's own event types and the fold that rebuilds its item list.
 
 Items with a core equivalent (user and assistant messages, function calls, their outputs) are
-core events; three app types, all registered ``ignorable`` so a reader that does not know them
+core events; four app types, all registered ``ignorable`` so a reader that does not know them
 still opens, verifies and lists the session, keep what the core vocabulary cannot say:
 
 - ``openai_agents/items {of, items}``: the exact items the SDK added. With ``of`` set they are
@@ -9,6 +9,10 @@ still opens, verifies and lists the session, keep what the core vocabulary canno
   conversion does not reproduce); with ``of`` null they have no core equivalent at all.
 - ``openai_agents/pop {item}``: ``pop_item`` removed the latest item (kept here for audit).
 - ``openai_agents/clear {}``: ``clear_session``; nothing is deleted.
+- ``openai_agents/run-state {turn, step, calls, state}``: what the SDK needs to resume a run
+  interrupted for approval (its ``RunState.to_json()``), kept by
+  ``EventlogSession.save_interruption`` beside the ``tool/approval-request`` of each call
+  ``calls`` names (docs/openai-agents.md, "Tools that need approval").
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ __all__ = (
     "CLEAR",
     "ITEMS",
     "POP",
+    "RUN_STATE",
     "Cleared",
     "Items",
     "Popped",
+    "SavedRunState",
     "SessionItems",
     "openai_agents_types",
     "register_openai_agents_types",
@@ -38,6 +44,7 @@ __all__ = (
 ITEMS = "openai_agents/items"
 POP = "openai_agents/pop"
 CLEAR = "openai_agents/clear"
+RUN_STATE = "openai_agents/run-state"
 
 _SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 
@@ -63,14 +70,25 @@ class Cleared(msgspec.Struct, frozen=True, kw_only=True):
     """``openai_agents/clear``: every earlier item is gone from ``get_items`` (not from the log)."""
 
 
+class SavedRunState(msgspec.Struct, frozen=True, kw_only=True):
+    """``openai_agents/run-state``: a run of step ``step`` of turn ``turn`` paused for the
+    approval of ``calls`` (call ids, in the SDK's order); ``state`` is its
+    ``RunState.to_json()``, which ``RunState.from_json`` resumes."""
+
+    turn: int
+    step: int
+    calls: list[str]
+    state: dict[str, Any]
+
+
 def register_openai_agents_types(types: EventTypes) -> EventTypes:
-    """Register the session's three event types (ignorable) in ``types`` and return it.
+    """Register the session's four event types (ignorable) in ``types`` and return it.
 
     Types already registered with the same payload are left as they are.
 
     :raises ValidationError: one of the names is registered with another payload.
     """
-    pairs = ((ITEMS, Items), (POP, Popped), (CLEAR, Cleared))
+    pairs = ((ITEMS, Items), (POP, Popped), (CLEAR, Cleared), (RUN_STATE, SavedRunState))
     return register_ignorable(types, pairs, "OpenAI Agents session")
 
 

@@ -22,6 +22,8 @@ from eventlog import (
     new_id,
 )
 
+from ._openai_agents_approvals import record_decisions
+
 __all__ = ("EventlogHooks", "HookedSession")
 
 _TOOL = MessageSource(kind="tool")
@@ -92,6 +94,9 @@ class EventlogHooks(RunHooks[Any]):
         if where is None or not isinstance(call_id, str):
             return  # not a function tool of a logged reply: nothing to make durable
         turn, step = where
+        # A call that asked for approval runs on a decision taken on the RunState: durable
+        # first, and a decision the log contradicts (denied there) raises before the body.
+        await record_decisions(self.session.log, context, call_id=call_id)
         arguments = getattr(context, "tool_arguments", "") or ""
         call = ToolCall(turn=turn, step=step, call_id=call_id, name=tool.name, arguments=arguments)
         self.session.log.append("tool/call", call)

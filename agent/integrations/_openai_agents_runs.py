@@ -96,6 +96,10 @@ class RunWatch:
         self._follow(wrapper)
         return left
 
+    def is_new(self, wrapper: object) -> bool:
+        """Whether a call by the run ``wrapper`` would be the first of a new run."""
+        return wrapper is not None and (self._run is None or self._run() is not wrapper)
+
     def resume(self, left: Left) -> None:
         """The new run resumes the previous one (see :func:`resumes`): it carries on as it."""
         self.hooked, self.ended = left.hooked, left.ended

@@ -36,6 +36,7 @@ from eventlog.stores import LogStore
 from projections import timeline, to_openai_responses
 from recovery import repair
 
+from ._openai_agents_approvals import ApprovalsMixin, record_decisions, refuse_new_run
 from ._openai_agents_events import CLEAR, ITEMS, POP, Cleared, Items, Popped, SessionItems
 from ._openai_agents_items import assistant_parts as _assistant_parts
 from ._openai_agents_items import checked as _checked
@@ -60,7 +61,7 @@ _TOOL = MessageSource(kind="tool")
 _BOUNDARY_BYTES = 64
 
 
-class EventlogSession:
+class EventlogSession(ApprovalsMixin):
     """An SDK ``Session`` whose items are events of the eventlog session ``log``.
 
     User messages, assistant messages, function calls and their string outputs are core
@@ -73,6 +74,8 @@ class EventlogSession:
 
     Every mutation is durable when it returns (it flushes). Pass :attr:`hooks` (an
     :class:`EventlogHooks`) to ``Runner.run`` to log each tool call before its body runs.
+    A run paused for approval is kept by :meth:`save_interruption` and resumed, in any
+    process, from :meth:`pending_run` (:class:`ApprovalsMixin`).
 
     :ivar session_id: the eventlog session id.
     :ivar session_settings: the SDK's settings (``limit`` is the default of ``get_items``).
@@ -295,10 +298,15 @@ class EventlogSession:
 
     async def _enter(self, wrapper: Any) -> None:
         """A call of the run ``wrapper``: when it starts a new run, close what the previous
-        one left open."""
+        one left open. A new run is refused while a paused run waits (see
+        :func:`refuse_new_run`)."""
+        if self._runs.is_new(wrapper):
+            refuse_new_run(self.log, wrapper)
         left = self._runs.enter(wrapper)
         if left is None:
             return
+        # A run resumed from a RunState: the decisions taken on it are the log's first.
+        await record_decisions(self.log, wrapper)
         if left.tracked and resumes(self.log, wrapper):
             self._runs.resume(left)  # the paused run goes on: its turn stays open
         else:

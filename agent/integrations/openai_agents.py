@@ -8,23 +8,27 @@ Switching an app over::
         result = await Runner.run(agent, "hello", session=session, hooks=session.hooks)
 
 Items are core events (``user/message``, ``assistant/message``, ``tool/call``,
-``tool/result``), so ``eventlog audit``, ``replay`` and recovery read them; the session's own
-types (``openai_agents/items``, ``/pop``, ``/clear``) are ignorable and import without the SDK,
-so a reader such as the ``eventlog`` command registers them whether the extra is installed or
-not. :class:`EventlogHooks` imports the SDK when first named.
+``tool/result``, and ``tool/approval-request`` / ``tool/approval`` for ``needs_approval``
+tools), so ``eventlog audit``, ``replay``, ``approve`` and recovery read them; the session's
+own types (``openai_agents/items``, ``/pop``, ``/clear``, ``/run-state``) are ignorable and
+import without the SDK, so a reader such as the ``eventlog`` command registers them whether
+the extra is installed or not. :class:`EventlogHooks` imports the SDK when first named.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from eventlog import needs_extra as _needs_extra
 
+from ._openai_agents_approvals import SDK_DECIDER
 from ._openai_agents_events import (
     CLEAR,
     ITEMS,
     POP,
+    RUN_STATE,
     Cleared,
     Items,
     Popped,
+    SavedRunState,
     openai_agents_types,
     register_openai_agents_types,
 )
@@ -37,11 +41,14 @@ __all__ = (
     "CLEAR",
     "ITEMS",
     "POP",
+    "RUN_STATE",
+    "SDK_DECIDER",
     "Cleared",
     "EventlogHooks",
     "EventlogSession",
     "Items",
     "Popped",
+    "SavedRunState",
     "openai_agents_types",
     "register_openai_agents_types",
 )
