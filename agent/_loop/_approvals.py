@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from eventlog import Session, ToolApprovalRequest, ToolCallPart
+from eventlog import DEFAULT_MAX_NESTING, Session, ToolApprovalRequest, ToolCallPart, find_invalid
 from projections import ToolCallState, timeline
 from recovery import (
     APPROVAL_FAILED,
@@ -34,6 +34,7 @@ from recovery import (
     recorded_event,
 )
 
+from ._checks import clipped
 from ._execution import Carry, ExecutionReport, ToolExecutor, carried_answer, carried_outcome
 from ._tools import Toolbox
 
@@ -67,12 +68,34 @@ async def _reasons(toolbox: Toolbox, calls: Sequence[ToolCallPart]) -> dict[int,
         except Exception:
             continue  # the executor answers INVALID_ARGUMENTS
         try:
-            reason = await needs(args)
+            reason = _recordable(tool, await needs(args))
         except Exception as exc:
             raise _PolicyFailed(call, exc) from exc
         if reason is not None:
             reasons[index] = reason
     return reasons
+
+
+def _recordable(tool: Any, reason: object) -> str | None:
+    """The policy's reason as the ``tool/approval-request`` records it: clipped, so a long one
+    never makes the request too large for the log.
+
+    Checked before any request is committed: a request the log refused half-way through the
+    step's calls would leave a call that needs a decision with no question logged, and the
+    step, gone on from the log, would run it without one.
+
+    :raises TypeError: the reason is not a string (a tool's own ``needs_approval``), or one
+        the log cannot hold (a lone surrogate has no UTF-8 form).
+    """
+    if reason is None:
+        return None
+    name = getattr(tool, "name", "?")
+    if not isinstance(reason, str):
+        raise TypeError(f"the approval reason of tool {name!r} must be a string, got {reason!r}")
+    why = find_invalid(reason, max_nesting=DEFAULT_MAX_NESTING)
+    if why is not None:
+        raise TypeError(f"the approval reason of tool {name!r} cannot be recorded: {why}")
+    return clipped(reason)
 
 
 async def run_calls(

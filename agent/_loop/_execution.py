@@ -12,10 +12,10 @@ has its result made durable at once as ``tool/outcome``, so a crash does not los
 
 Calls that cannot run (unknown tool, invalid argument JSON) get a ``tool/call`` and an error
 result without running anything; behind an earlier call still open, that error is made durable
-as ``tool/outcome`` at once, as a finished body's result is. A :class:`Carry` names what the step already holds (calls
-answered before, calls waiting for a person's decision, answers decided without running):
-those are never started; a held call leaves the results after it as ``tool/outcome`` s until
-a later run of the step answers it (docs/approvals.md).
+as ``tool/outcome`` at once, as a finished body's result is. A :class:`Carry` names what the
+step already holds (calls answered before, calls waiting for a person's decision, answers
+decided without running): those are never started; a held call leaves the results after it
+as ``tool/outcome`` s until a later run of the step answers it (docs/approvals.md).
 
 Cancel: nothing new starts, started bodies are drained, and every unstarted call (a held one
 too) is answered by a ``tool/call`` + ``tool/result`` pair coded
