@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eventlog import DEFAULT_MAX_NESTING, Session, ToolApprovalRequest, ToolCallPart, find_invalid
-from projections import ToolCallState, timeline
+from projections import ToolCallState, request_header, timeline
 from recovery import (
     APPROVAL_FAILED,
     TOOL_DENIED,
@@ -38,7 +38,7 @@ from ._checks import clipped
 from ._execution import Carry, ExecutionReport, ToolExecutor, carried_answer, carried_outcome
 from ._tools import Toolbox
 
-__all__ = ("Approvals", "continue_calls", "run_calls", "step_calls")
+__all__ = ("Approvals", "continue_calls", "declared_tools", "run_calls", "step_calls")
 
 logger = logging.getLogger("agent.approvals")
 
@@ -155,6 +155,22 @@ async def continue_calls(executor: ToolExecutor) -> ExecutionReport:
     calls = [by_id[state.call_id] for state in states]
     carry = await _carry(session, states)
     return await executor.run(calls, assistant_seq=proposing.seq, carry=carry)
+
+
+def declared_tools(session: Session, toolbox: Toolbox) -> Toolbox:
+    """The tools of ``toolbox`` that the open step's request declared (the request header in
+    force: no request is made while the step is open).
+
+    For a step gone on in a process other than the one that made its request: a
+    ``before_step`` plan's tool set went with that process, but its names are in the log,
+    and a call of a tool the request did not offer is answered ``UNKNOWN_TOOL`` as it would
+    have been, never run with a tool of the agent's the model was not given.
+    """
+    declared = request_header(session).tools
+    if declared is None:
+        return toolbox
+    names = {spec.name for spec in declared}
+    return Toolbox([t for t in toolbox if t.name in names], where="Agent")
 
 
 def step_calls(session: Session) -> list[ToolCallState]:
