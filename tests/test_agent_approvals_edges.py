@@ -234,3 +234,41 @@ async def test_repair_keeps_the_context_a_finished_call_recorded(stores: Opener)
         assert texts[-1] == "the file is shared with the team"
         check_invariants(session)
         await session.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_decision_made_while_the_step_runs_its_other_calls_lets_the_turn_go_on(
+    stores: Opener,
+) -> None:
+    ran: list[str] = []
+    agent: Agent | None = None
+
+    @tool(approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(f"delete {path}")
+        return f"deleted {path}"
+
+    @tool
+    async def backup(path: str) -> str:
+        """Back a file up (needs no decision), which takes a while."""
+        # While it runs, the person (watching the pending list) approves the deletion.
+        assert agent is not None
+        (pending,) = await agent.pending_approvals()
+        await agent.approve(pending.call_id, by="ana", reason="backed up")
+        ran.append(f"backup {path}")
+        return f"backed up {path}"
+
+    calls = [("delete", '{"path": "a"}'), ("backup", '{"path": "a"}')]
+    model = ScriptedModel([Response(tool_calls=calls), Response(text="done")])
+    async with stores() as store:
+        agent = Agent(await store.create(session_id="s"), model, [delete, backup])
+        agent.followup("back a up, then delete it")
+        # Nothing waits once the step's calls are through: the turn does not stop to wait for
+        # a decision that is already made, and says nothing waits when nothing does.
+        assert await _run(agent) == ["completed"]
+        assert ran == ["backup a", "delete a"]
+        assert await agent.pending_approvals() == ()
+        assert _results(agent.session) == {"call-1-0": None, "call-1-1": None}
+        check_invariants(agent.session)
+        await agent.session.aclose()

@@ -389,6 +389,9 @@ class Agent(Approvals):
                     step += 1
                     result = await self._step(turn, step)
                 if result.kind == "awaiting approval":
+                    if not timeline(session).awaiting_approval:
+                        waited = step  # decided while the step ran its other calls: go on
+                        continue
                     await session.flush()  # checkpoint: what ran meanwhile is durable
                     return TurnOutcome(turn=turn, reason="awaiting approval", steps=step)
                 sticky_max_tokens |= result.kind == "max-tokens"
