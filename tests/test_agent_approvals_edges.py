@@ -19,6 +19,8 @@ from agent import (
     INVALID_ARGUMENTS,
     UNKNOWN_TOOL,
     Agent,
+    ApprovalConflictError,
+    ApprovalError,
     Response,
     ScriptedModel,
     ToolOutput,
@@ -272,3 +274,41 @@ async def test_a_decision_made_while_the_step_runs_its_other_calls_lets_the_turn
         assert _results(agent.session) == {"call-1-0": None, "call-1-1": None}
         check_invariants(agent.session)
         await agent.session.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_retried_decision_after_the_agent_went_on_is_answered_by_the_first(
+    stores: Opener,
+) -> None:
+    @tool(approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    model = ScriptedModel([Response(tool_calls=[("delete", '{"path": "a"}')]), Response(text="ok")])
+    async with stores() as store:
+        agent = Agent(await store.create(session_id="s"), model, [delete])
+        agent.followup("delete a")
+        assert await _run(agent) == ["awaiting approval"]
+        (pending,) = await agent.pending_approvals()
+        first = await agent.approve(pending.call_id, by="ana")
+        # The agent goes on at once (it serves), and the turn ends.
+        assert await _run(agent) == ["completed"]
+        await agent.session.aclose()
+
+    # The person's click is retried (a reload, a timeout): it gets the first decision back,
+    # and nothing is written; the other decision is refused naming the first and its seq.
+    async with stores() as store:
+        session = await store.open("s")
+        head = session.head
+        again = await decide(session, pending.call_id, "approve", by="ana")
+        assert again == first
+        with pytest.raises(ApprovalConflictError) as refused:
+            await decide(session, pending.call_id, "deny", by="bob", reason="too late")
+        assert (refused.value.first, refused.value.seq) == ("approve", first.seq)
+        assert f"seq {first.seq}" in str(refused.value)
+        assert session.head == head
+        # A call of an ended turn that was never decided is still refused.
+        with pytest.raises(ApprovalError, match="unknown call id"):
+            await decide(session, "call-9-9", "approve", by="ana")
+        await session.aclose()
