@@ -10,8 +10,12 @@ A decision is recorded at most once per call and never refused silently:
 
 - the same decision again is a no-op returning the first (a retried click, a reload);
 - a different decision raises :class:`ApprovalConflictError` naming the first and its seq;
-- a call that is unknown, needs no decision, or belongs to a step that is no longer open
-  raises :class:`ApprovalError`.
+- a call that is unknown, needs no decision, or was never decided and belongs to a step that
+  is no longer open raises :class:`ApprovalError`.
+
+The first two hold after the call's step ended too (the agent went on with the decision), as
+long as the session remembers the call: one opened from a snapshot taken after its step ended
+has forgotten it, and answers as for an unknown call.
 
 Nothing is committed by a refused decision.
 """
@@ -210,8 +214,9 @@ def _check_arguments(session: Session, decision: Any, by: Any, reason: Any) -> N
 
 
 def _requested_call(session: Session, call_id: str) -> ToolCallState:
-    """The open step's call ``call_id`` that asked for a decision, or the error saying why
-    there is none to decide."""
+    """The open step's call ``call_id`` that asked for a decision, or an earlier call of that
+    id that was decided (for the first decision to answer), or the error saying why there is
+    none to decide."""
     view = timeline(session)
     for call in view.open_calls:
         if call.call_id == call_id:
@@ -226,6 +231,10 @@ def _requested_call(session: Session, call_id: str) -> ToolCallState:
     earlier = [c for c in view.calls() if c.call_id == call_id]
     if earlier:
         last = earlier[-1]
+        if last.decided is not None:
+            # Decided, and the agent went on since: a retried decision (a click, a command
+            # run again) is still answered by the first one, not by how fast the agent was.
+            return last
         raise ApprovalError(
             f"session {session.id!r}: call {call_id!r} belongs to turn {last.turn}, step "
             f"{last.step}, which is no longer open (its {_ended(view, last)}); nothing waits "

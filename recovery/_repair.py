@@ -3,7 +3,8 @@
 In order, continuing the seq and reusing the last event's time (so a repair is deterministic):
 
 1. one ``tool/result`` per dangling call of the open step, in the order the model proposed them:
-   the recorded result when a ``tool/outcome`` was logged (marked as written by recovery),
+   the recorded result, with the context it carries, when a ``tool/outcome`` was logged
+   (marked as written by recovery),
    ``TOOL_OUTCOME_UNKNOWN`` when only the ``tool/call`` was, ``TOOL_DENIED`` for a call a
    person denied (it never runs), ``TOOL_NOT_STARTED`` otherwise;
 2. ``step/end`` for the open step;
@@ -157,7 +158,15 @@ def _answer(
         outcome: ToolOutcome = recorded[call.outcome]
         sources = tuple(s for s in (call.call, call.outcome) if s is not None)
         message = _recovered_message(outcome, call.call_id)
-        data = ToolResult(turn=call.turn, step=call.step, message=message, error=outcome.error)
+        # The context the tool added is part of its result: the model sees it after the step's
+        # results, whoever writes the result (the agent going on, or repair).
+        data = ToolResult(
+            turn=call.turn,
+            step=call.step,
+            message=message,
+            error=outcome.error,
+            context=outcome.context,
+        )
         return data, sources
     if dangling.kind == "started":
         assert call.call is not None

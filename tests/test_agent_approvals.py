@@ -314,11 +314,13 @@ async def test_decisions_are_final_and_refusals_commit_nothing(store: Store) -> 
         await agent.approve(pending.call_id, by="")
     assert session.head == head
 
-    # Once the turn ended, its calls take no decision.
+    # Once the turn ended, its calls take no new decision: the other one is still refused
+    # naming the first, and the same one again still returns it.
     assert await _run(agent) == ["completed"]
     head = session.head
-    with pytest.raises(ApprovalError, match="no longer open"):
+    with pytest.raises(ApprovalConflictError, match=conflict):
         await agent.deny(pending.call_id, by="bo")
+    assert await agent.approve(pending.call_id, by="ana") == first
     assert session.head == head
 
 

@@ -48,7 +48,7 @@ from projections import inbox, request_header, timeline
 from projections.inbox import cancel_all
 from recovery import RepairReport, repair, scan
 
-from ._approvals import Approvals, continue_calls, run_calls
+from ._approvals import Approvals, continue_calls, declared_tools, run_calls
 from ._attachments import AttachmentCache
 from ._attempts import StepAttempts
 from ._boundaries import ask_continue, close_after_failure, may_continue, open_step, turn_ending
@@ -389,6 +389,9 @@ class Agent(Approvals):
                     step += 1
                     result = await self._step(turn, step)
                 if result.kind == "awaiting approval":
+                    if not timeline(session).awaiting_approval:
+                        waited = step  # decided while the step ran its other calls: go on
+                        continue
                     await session.flush()  # checkpoint: what ran meanwhile is durable
                     return TurnOutcome(turn=turn, reason="awaiting approval", steps=step)
                 sticky_max_tokens |= result.kind == "max-tokens"
@@ -452,12 +455,14 @@ class Agent(Approvals):
         return self._after_tools(await continue_calls(self._executor(turn, step)))
 
     def _executor(self, turn: int, step: int) -> ToolExecutor:
-        """The executor of the step's calls, against the tools its request declared when this
-        agent ran it (a step resumed in another process runs against the agent's tools)."""
+        """The executor of the step's calls, against the tools its request declared: as this
+        agent ran it, or (a step resumed in another process) the agent's tools of the names
+        the request declared."""
         assert self._interrupter is not None
+        tools = self._step_tools.get((turn, step))
         return ToolExecutor(
             self.session,
-            self._step_tools.get((turn, step), self.toolbox),
+            declared_tools(self.session, self.toolbox) if tools is None else tools,
             turn=turn,
             step=step,
             cancel=self._interrupter.event,

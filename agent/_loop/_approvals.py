@@ -19,8 +19,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from eventlog import Session, ToolApprovalRequest, ToolCallPart
-from projections import ToolCallState, timeline
+from eventlog import DEFAULT_MAX_NESTING, Session, ToolApprovalRequest, ToolCallPart, find_invalid
+from projections import ToolCallState, request_header, timeline
 from recovery import (
     APPROVAL_FAILED,
     TOOL_DENIED,
@@ -34,10 +34,11 @@ from recovery import (
     recorded_event,
 )
 
+from ._checks import clipped
 from ._execution import Carry, ExecutionReport, ToolExecutor, carried_answer, carried_outcome
 from ._tools import Toolbox
 
-__all__ = ("Approvals", "continue_calls", "run_calls", "step_calls")
+__all__ = ("Approvals", "continue_calls", "declared_tools", "run_calls", "step_calls")
 
 logger = logging.getLogger("agent.approvals")
 
@@ -67,12 +68,34 @@ async def _reasons(toolbox: Toolbox, calls: Sequence[ToolCallPart]) -> dict[int,
         except Exception:
             continue  # the executor answers INVALID_ARGUMENTS
         try:
-            reason = await needs(args)
+            reason = _recordable(tool, await needs(args))
         except Exception as exc:
             raise _PolicyFailed(call, exc) from exc
         if reason is not None:
             reasons[index] = reason
     return reasons
+
+
+def _recordable(tool: Any, reason: object) -> str | None:
+    """The policy's reason as the ``tool/approval-request`` records it: clipped, so a long one
+    never makes the request too large for the log.
+
+    Checked before any request is committed: a request the log refused half-way through the
+    step's calls would leave a call that needs a decision with no question logged, and the
+    step, gone on from the log, would run it without one.
+
+    :raises TypeError: the reason is not a string (a tool's own ``needs_approval``), or one
+        the log cannot hold (a lone surrogate has no UTF-8 form).
+    """
+    if reason is None:
+        return None
+    name = getattr(tool, "name", "?")
+    if not isinstance(reason, str):
+        raise TypeError(f"the approval reason of tool {name!r} must be a string, got {reason!r}")
+    why = find_invalid(reason, max_nesting=DEFAULT_MAX_NESTING)
+    if why is not None:
+        raise TypeError(f"the approval reason of tool {name!r} cannot be recorded: {why}")
+    return clipped(reason)
 
 
 async def run_calls(
@@ -132,6 +155,22 @@ async def continue_calls(executor: ToolExecutor) -> ExecutionReport:
     calls = [by_id[state.call_id] for state in states]
     carry = await _carry(session, states)
     return await executor.run(calls, assistant_seq=proposing.seq, carry=carry)
+
+
+def declared_tools(session: Session, toolbox: Toolbox) -> Toolbox:
+    """The tools of ``toolbox`` that the open step's request declared (the request header in
+    force: no request is made while the step is open).
+
+    For a step gone on in a process other than the one that made its request: a
+    ``before_step`` plan's tool set went with that process, but its names are in the log,
+    and a call of a tool the request did not offer is answered ``UNKNOWN_TOOL`` as it would
+    have been, never run with a tool of the agent's the model was not given.
+    """
+    declared = request_header(session).tools
+    if declared is None:
+        return toolbox
+    names = {spec.name for spec in declared}
+    return Toolbox([t for t in toolbox if t.name in names], where="Agent")
 
 
 def step_calls(session: Session) -> list[ToolCallState]:

@@ -23,6 +23,7 @@ __all__ = (
     "check_seconds",
     "check_str",
     "check_tool_name",
+    "clipped",
     "described",
     "refuse",
 )
@@ -30,6 +31,19 @@ __all__ = (
 #: What both providers accept as a tool (function) name; anything else is refused by the server
 #: with a 400 on the first request, so it is refused here when the tool is built.
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+#: The longest free text the agent records from code it does not own (a hook's error or a
+#: block's reason, an approval policy's reason): text of any size must not make the record
+#: itself too large for the log.
+RECORDED_TEXT = 4000
+
+
+def clipped(text: str | None) -> str | None:
+    """``text`` cut to :data:`RECORDED_TEXT` characters (the last one an ellipsis)."""
+    if text is None or len(text) <= RECORDED_TEXT:
+        return text
+    return text[: RECORDED_TEXT - 1] + "…"
 
 
 def described(value: object) -> str:

@@ -11,10 +11,11 @@ as ``tool/result`` strictly in the model's order; a body that finishes before an
 has its result made durable at once as ``tool/outcome``, so a crash does not lose it.
 
 Calls that cannot run (unknown tool, invalid argument JSON) get a ``tool/call`` and an error
-result without running anything. A :class:`Carry` names what the step already holds (calls
-answered before, calls waiting for a person's decision, answers decided without running):
-those are never started; a held call leaves the results after it as ``tool/outcome`` s until
-a later run of the step answers it (docs/approvals.md).
+result without running anything; behind an earlier call still open, that error is made durable
+as ``tool/outcome`` at once, as a finished body's result is. A :class:`Carry` names what the
+step already holds (calls answered before, calls waiting for a person's decision, answers
+decided without running): those are never started; a held call leaves the results after it
+as ``tool/outcome`` s until a later run of the step answers it (docs/approvals.md).
 
 Cancel: nothing new starts, started bodies are drained, and every unstarted call (a held one
 too) is answered by a ``tool/call`` + ``tool/result`` pair coded
@@ -236,6 +237,11 @@ class ToolExecutor:
             plan = self._plan(calls[index])
             if isinstance(plan, _Settled):
                 self._log_call(index)
+                if index != self._committed:
+                    # Behind a call still running or waiting for a decision: recorded now, as a
+                    # finished body's result is, so a step gone on from the log (after the
+                    # decision, in another process) answers what it was, not "may have run".
+                    plan = await self._make_durable(index, plan)
                 self._fill(index, plan)
                 index += 1
                 continue

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from eventlog import HookDecision, HookName, Message, Session
 from projections import MessagesView, messages
 
-from ._checks import check_optional_str, check_params, check_str, described, refuse
+from ._checks import check_optional_str, check_params, check_str, clipped, described, refuse
 from ._model import Model, check_model
 from ._tools import Body, Tool, Toolbox
 
@@ -249,17 +249,6 @@ def _failure(name: HookName, ctx: StepContext, error: str) -> Decided:
     return Decided(None, _record(ctx, name, "error", error=error))
 
 
-#: The longest reason or error text recorded: an exception's message (or a block's reason) of
-#: any size must not make the record itself too large for the log.
-_RECORDED_TEXT = 4000
-
-
-def _clipped(text: str | None) -> str | None:
-    if text is None or len(text) <= _RECORDED_TEXT:
-        return text
-    return text[: _RECORDED_TEXT - 1] + "…"
-
-
 def _record(
     ctx: StepContext,
     hook: HookName,
@@ -275,6 +264,6 @@ def _record(
         hook=hook,
         outcome=outcome,
         changed=changed,
-        reason=_clipped(reason),
-        error=_clipped(error),
+        reason=clipped(reason),
+        error=clipped(error),
     )
