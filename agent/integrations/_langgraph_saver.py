@@ -18,7 +18,8 @@ before it is not.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -45,6 +46,7 @@ from eventlog import (
     Store,
     ValidationError,
     check_payload,
+    open_store,
 )
 
 from ._langgraph_calls import (
@@ -57,7 +59,15 @@ from ._langgraph_calls import (
     thread_of,
     writes_put,
 )
-from ._langgraph_events import CHECKPOINT, WRITES, session_id_for
+from ._langgraph_events import (
+    CHECKPOINT,
+    WRITES,
+    Checkpointed,
+    WritesPut,
+    langgraph_types,
+    register_langgraph_types,
+    session_id_for,
+)
 from ._langgraph_index import Loaded, ThreadIndex
 from ._langgraph_ledger import ToolLedger, end_turn
 from ._langgraph_reads import PAGE, delta_history, read_page, read_tuple
@@ -123,6 +133,50 @@ class EventlogSaver(SyncMethods):
         self._threads: dict[str, _Thread] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._bind_loop()
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, url: str, *, serde: SerializerProtocol | None = None, **store_options: Any
+    ) -> AsyncIterator[Self]:
+        """Open the store at ``url`` with the saver's types and yield a saver on it; on exit
+        the saver's sessions and then the store are closed (as LangGraph's own
+        ``AsyncSqliteSaver.from_conn_string``)::
+
+            async with EventlogSaver.from_conn_string("sqlite:///sessions.db") as saver:
+                graph = builder.compile(checkpointer=saver)
+
+        ``store_options`` go to :func:`~eventlog.open_store` (``durability``,
+        ``max_event_bytes`` ...); a ``types`` registry given there gets the saver's types
+        registered in it.
+
+        :raises ValidationError: ``types`` registers the saver's names with other payloads;
+            whatever ``open_store`` raises for the URL and options.
+        """
+        types = store_options.pop("types", None)
+        types = langgraph_types() if types is None else register_langgraph_types(types)
+        async with open_store(url, types=types, **store_options) as store:
+            async with cls(store, serde=serde) as saver:
+                yield saver
+
+    @classmethod
+    @contextmanager
+    def sync_from_conn_string(
+        cls, url: str, *, serde: SerializerProtocol | None = None, **store_options: Any
+    ) -> Iterator[Self]:
+        """:meth:`from_conn_string` for synchronous code (``graph.invoke``, as LangGraph's
+        ``SqliteSaver.from_conn_string``): the store runs on an event loop in a thread of
+        its own for the block's lifetime, and the saver's sync methods wait for it::
+
+            with EventlogSaver.sync_from_conn_string("sqlite:///sessions.db") as saver:
+                builder.compile(checkpointer=saver).invoke(inputs, config)
+
+        Only the sync API works on such a saver: its async methods belong to the loop thread.
+        """
+        with anyio.from_thread.start_blocking_portal() as portal:
+            opened = cls.from_conn_string(url, serde=serde, **store_options)
+            with portal.wrap_async_context_manager(opened) as saver:
+                yield saver
 
     def __repr__(self) -> str:
         return f"EventlogSaver({len(self._threads)} threads open)"
@@ -286,19 +340,26 @@ class EventlogSaver(SyncMethods):
                     if left is not None:
                         left -= len(page)
 
-    async def aput(
+    def aput(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Log the checkpoint (and the values of the channels in ``new_versions``) and return
-        once it is durable."""
+    ) -> Coroutine[Any, Any, RunnableConfig]:
+        """Log the checkpoint (and the values of the channels in ``new_versions``); the
+        awaitable returns once it is durable.
+
+        The checkpoint is serialized when ``aput`` is called, before anything yields: what is
+        stored is what the graph handed over at that moment, even when the graph goes on
+        mutating the objects it passed (LangGraph's ``durability="async"`` and ``"exit"``).
+        """
         thread_id = thread_of(config)
         payload = checkpoint_payload(self.serde, config, checkpoint, metadata, new_versions)
+        return self._put(thread_id, payload, last_message(checkpoint))
+
+    async def _put(self, thread_id: str, payload: Checkpointed, last: Any) -> RunnableConfig:
         self._check_first(thread_id, CHECKPOINT, payload)
-        last = last_message(checkpoint)
         session = await self._commit(thread_id, CHECKPOINT, payload)
         # The model's answer ends a turn the crash-honest tool node opened (the journal).
         end_turn(session, self._threads[thread_id].index.tools, last)
@@ -311,25 +372,29 @@ class EventlogSaver(SyncMethods):
             }
         }
 
-    async def aput_writes(
+    def aput_writes(
         self,
         config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
-    ) -> None:
-        """Log a task's writes against the checkpoint ``config`` names and return once they
-        are durable. A regular write already stored for the same task and index is kept;
-        a special one (error, interrupt) replaces the stored one."""
+    ) -> Coroutine[Any, Any, None]:
+        """Log a task's writes against the checkpoint ``config`` names; the awaitable returns
+        once they are durable. A regular write already stored for the same task and index is
+        kept; a special one (error, interrupt) replaces the stored one. The values are
+        serialized when ``aput_writes`` is called, as :meth:`aput`'s are."""
         thread_id = thread_of(config, required=("checkpoint_id",))
         whole = writes_put(self.serde, config, writes, task_id, task_path)
+        return self._put_writes(thread_id, whole)
+
+    async def _put_writes(self, thread_id: str, whole: WritesPut) -> None:
         self._check_first(thread_id, WRITES, whole)
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
             index = self._threads[thread_id].index
             stored = index.writes.get((whole.ns, whole.checkpoint_id), {})
-            kept = [w for w in whole.writes if w.idx < 0 or (task_id, w.idx) not in stored]
+            kept = [w for w in whole.writes if w.idx < 0 or (whole.task_id, w.idx) not in stored]
             if kept:
                 payload = msgspec.structs.replace(whole, writes=kept)
                 index.apply(session.append(WRITES, payload))

@@ -65,13 +65,16 @@ class SyncMethods(BaseCheckpointSaver[str]):
         return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
 
     def _run(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        self._off_loop()
+        return anyio.from_thread.run(fn, *args, token=self._token)
+
+    def _off_loop(self) -> None:
         if threading.get_ident() == self._loop_thread:
             raise EventLoopThreadError(
                 "a synchronous EventlogSaver method was called on the event loop thread that "
                 "runs the store; it would block the loop it waits for",
                 hint="use the async methods there (aget_tuple, aput, graph.ainvoke ...)",
             )
-        return anyio.from_thread.run(fn, *args, token=self._token)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._run(self.aget_tuple, config)
@@ -94,7 +97,12 @@ class SyncMethods(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(self.aput, config, checkpoint, metadata, new_versions)
+        # Serialized here, on the caller's thread, before it waits (see ``aput``).
+        self._off_loop()
+        stored: RunnableConfig = self._run(
+            _awaited, self.aput(config, checkpoint, metadata, new_versions)
+        )
+        return stored
 
     def put_writes(
         self,
@@ -103,7 +111,8 @@ class SyncMethods(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run(self.aput_writes, config, writes, task_id, task_path)
+        self._off_loop()
+        self._run(_awaited, self.aput_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self.adelete_thread, thread_id)
@@ -118,3 +127,8 @@ class SyncMethods(BaseCheckpointSaver[str]):
             return await self.aget_delta_channel_history(config=config, channels=channels)
 
         return self._run(history)
+
+
+async def _awaited(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await a coroutine made on another thread (its arguments captured there)."""
+    return await coroutine
