@@ -23,6 +23,7 @@ import anyio
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
+from opentelemetry.trace import StatusCode
 
 from agent.integrations.langgraph import (
     EventlogSaver,
@@ -30,6 +31,7 @@ from agent.integrations.langgraph import (
     langgraph_types,
     session_id_for,
 )
+from agent.otel import session_spans
 from eventlog import ToolCall, ToolOutcome, ToolResult, ToolResultPart, open_store
 from recovery import TOOL_OUTCOME_UNKNOWN
 
@@ -123,6 +125,26 @@ def test_a_transfer_killed_in_its_body_is_never_run_again(tmp_path: Path) -> Non
     # Two tool steps and the answer's step, in one turn the answer ended.
     assert types.count("step/start") == types.count("step/end") == 3
     assert types[-1] == "turn/end" and types.count("turn/start") == 1
+
+    # The OTLP export reads the same journal: the turn, its three model calls and the tools.
+    spans = anyio.run(_spans, db)
+    assert [name for name, _ in spans] == [
+        "chat", "execute_tool balance", "execute_tool transfer", "chat", "execute_tool balance",
+        "chat", "invoke_agent",
+    ]  # fmt: skip
+    assert [name for name, error in spans if error] == ["execute_tool transfer"]
+
+
+async def _spans(db: Path) -> list[tuple[str, bool]]:
+    async with open_store(f"sqlite:///{db}", types=langgraph_types()) as store:
+        session = await store.open(session_id_for("payments"))
+        try:
+            return [
+                (span.name, span.status.status_code == StatusCode.ERROR)
+                for span in session_spans(session)
+            ]
+        finally:
+            await session.aclose()
 
 
 def test_the_wrappers_journal_a_users_own_tool_node_under_graph_invoke(tmp_path: Path) -> None:
