@@ -32,6 +32,7 @@ from agent.integrations.langgraph import (
     session_id_for,
 )
 from agent.otel import session_spans
+from agent.web import export_html
 from eventlog import ToolCall, ToolOutcome, ToolResult, ToolResultPart, open_store
 from recovery import TOOL_OUTCOME_UNKNOWN
 
@@ -133,6 +134,10 @@ def test_a_transfer_killed_in_its_body_is_never_run_again(tmp_path: Path) -> Non
         "chat", "invoke_agent",
     ]  # fmt: skip
     assert [name for name, error in spans if error] == ["execute_tool transfer"]
+    # So does the web app: the thread's page draws its turn and lists its calls.
+    page = anyio.run(_page, db)
+    assert "no turns yet" not in page and "no tool calls" not in page
+    assert all(call in page for call in ("call-balance", "call-transfer", "call-check"))
 
 
 async def _spans(db: Path) -> list[tuple[str, bool]]:
@@ -145,6 +150,11 @@ async def _spans(db: Path) -> list[tuple[str, bool]]:
             ]
         finally:
             await session.aclose()
+
+
+async def _page(db: Path) -> str:
+    async with open_store(f"sqlite:///{db}", types=langgraph_types()) as store:
+        return (await export_html(store, session_id_for("payments"))).html
 
 
 def test_the_wrappers_journal_a_users_own_tool_node_under_graph_invoke(tmp_path: Path) -> None:
