@@ -33,6 +33,7 @@ SUITES = {
     "content": "benchmarks.content_bench",
     "langgraph": "benchmarks.langgraph_bench",
     "langgraph-resume": "benchmarks.langgraph_bench:resume",
+    "langgraph-steps": "benchmarks.langgraph_steps",
     "audit": "benchmarks.audit_bench",
     "models": "benchmarks.models_bench",
     "openai_agents": "benchmarks.openai_agents_bench",

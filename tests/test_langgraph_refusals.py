@@ -98,6 +98,24 @@ def _call(draw: Callable[..., Any], method: str, saver: EventlogSaver) -> Call:
     elif name == "with_allowlist":
         args = (draw(st.one_of(planted([["m", "C"]]), hostile())),)
         return lambda: _now(saver.with_allowlist, *args)
+    elif name == "thread_journal":  # async without the prefix: what the tool node calls
+        thread_id = draw(thread_ids())
+        return lambda: saver.thread_journal(thread_id)
+    elif name == "run_sync":  # a sync method's bridge, called from a worker thread
+        args = (saver.aget_tuple, config())
+    elif name in ("from_conn_string", "sync_from_conn_string"):
+        # Opens a store of its own: the seeded file is never touched, whatever the URL.
+        url = draw(st.one_of(st.just("memory:"), hostile()))
+
+        async def opened() -> None:
+            async with EventlogSaver.from_conn_string(url) as other:
+                await other.aget_tuple(_config())
+
+        def opened_sync() -> None:
+            with EventlogSaver.sync_from_conn_string(url) as other:
+                other.get_tuple(_config())
+
+        return opened if name == "from_conn_string" else sync(opened_sync)
     elif name == "config_specs":
         return lambda: _now(lambda: saver.config_specs)
     else:
@@ -136,7 +154,8 @@ def test_the_property_covers_every_public_method() -> None:
         "aget_delta_channel_history", "aget_tuple", "alist", "aprune", "aput", "aput_writes",
         "config_specs", "copy_thread", "delete_for_runs", "delete_thread", "get",
         "get_delta_channel_history", "get_next_version", "get_tuple", "list", "prune", "put",
-        "put_writes", "with_allowlist",
+        "put_writes", "run_sync", "thread_journal", "with_allowlist", "from_conn_string",
+        "sync_from_conn_string",
     }  # fmt: skip
     assert set(METHODS) == covered
 

@@ -32,6 +32,7 @@ __all__ = (
     "checked_thread",
     "checkpoint_payload",
     "configurable",
+    "last_message",
     "thread_of",
     "writes_put",
 )
@@ -216,3 +217,11 @@ def checked_channels(channels: object) -> Sequence[str]:
             f"Expected a sequence of `str` channel names, got {shown(channels)} - at `channels`"
         )
     return channels
+
+
+def last_message(checkpoint: Checkpoint) -> Any:
+    """The latest entry of the checkpoint's ``messages`` channel (LangGraph's message-state
+    convention), or ``None``."""
+    values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else None
+    messages = values.get("messages") if isinstance(values, Mapping) else None
+    return messages[-1] if isinstance(messages, list) and messages else None

@@ -19,6 +19,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from eventlog import Event, EventNotLoadedError, Session
 
 from ._langgraph_events import Checkpointed, Typed, WritesPut
+from ._langgraph_ledger import ToolLedger
 
 __all__ = ("Loaded", "ThreadIndex", "load", "read_at")
 
@@ -35,18 +36,21 @@ class ThreadIndex:
         had no value at that version.
     :ivar writes: ``(namespace, checkpoint id)`` -> ``(task id, idx)`` -> seq of the
         ``langgraph/writes`` event holding the write.
+    :ivar tools: the tool calls the crash-honest tool node journalled (:class:`ToolLedger`).
     """
 
-    __slots__ = ("blobs", "checkpoints", "writes")
+    __slots__ = ("blobs", "checkpoints", "tools", "writes")
 
     def __init__(self) -> None:
         self.checkpoints: dict[str, dict[str, tuple[int, str | None]]] = {}
         self.blobs: dict[tuple[str, str, Any], tuple[int, bool]] = {}
         self.writes: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+        self.tools = ToolLedger()
 
     def apply(self, event: Event) -> None:
         """Fold one event of the thread's session (the one fold, on open and at commit: the
-        index is a projection of the log). Events of other types are ignored."""
+        index is a projection of the log). The tool node's events go to :attr:`tools`;
+        others are ignored."""
         data = event.data
         if isinstance(data, Checkpointed):
             for blob in data.blobs:
@@ -60,6 +64,8 @@ class ThreadIndex:
                 if write.idx >= 0 and key in stored:
                     continue  # a regular write is kept once (the logged call never holds one)
                 stored[key] = event.seq
+        else:
+            self.tools.apply(event)
 
     def latest(self, ns: str) -> str | None:
         """The newest checkpoint id of ``ns`` (ids sort by time), or ``None``."""

@@ -18,8 +18,8 @@ before it is not.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -30,7 +30,6 @@ import anyio.lowlevel
 import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -41,13 +40,13 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventlog import (
-    EventLogError,
     Session,
     SessionExistsError,
     SessionNotFoundError,
     Store,
     ValidationError,
     check_payload,
+    open_store,
 )
 
 from ._langgraph_calls import (
@@ -56,12 +55,23 @@ from ._langgraph_calls import (
     checked_thread,
     checkpoint_payload,
     configurable,
+    last_message,
     thread_of,
     writes_put,
 )
-from ._langgraph_events import CHECKPOINT, WRITES, session_id_for
+from ._langgraph_events import (
+    CHECKPOINT,
+    WRITES,
+    Checkpointed,
+    WritesPut,
+    langgraph_types,
+    register_langgraph_types,
+    session_id_for,
+)
 from ._langgraph_index import Loaded, ThreadIndex
+from ._langgraph_ledger import ToolLedger, end_turn
 from ._langgraph_reads import PAGE, delta_history, read_page, read_tuple
+from ._langgraph_sync import EventLoopThreadError, SyncMethods
 from ._langgraph_tuples import delta_history_of, next_version
 from ._types import shown
 
@@ -71,12 +81,7 @@ T = TypeVar("T")
 _METADATA_KEY = "langgraph"
 
 
-class EventLoopThreadError(EventLogError, RuntimeError):
-    """A synchronous saver method was called on the event loop thread that owns the store:
-    it would wait for that loop while blocking it. Use the ``a``-prefixed method there."""
-
-
-class EventlogSaver(BaseCheckpointSaver[str]):
+class EventlogSaver(SyncMethods):
     """A LangGraph ``BaseCheckpointSaver`` on an eventlog store.
 
     Create it inside the event loop that runs the store, on a store opened with the saver's
@@ -127,8 +132,51 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         self._store = store
         self._threads: dict[str, _Thread] = {}
         self._locks: dict[str, anyio.Lock] = {}
-        self._token = anyio.lowlevel.current_token()
-        self._loop_thread = threading.get_ident()
+        self._bind_loop()
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, url: str, *, serde: SerializerProtocol | None = None, **store_options: Any
+    ) -> AsyncIterator[Self]:
+        """Open the store at ``url`` with the saver's types and yield a saver on it; on exit
+        the saver's sessions and then the store are closed (as LangGraph's own
+        ``AsyncSqliteSaver.from_conn_string``)::
+
+            async with EventlogSaver.from_conn_string("sqlite:///sessions.db") as saver:
+                graph = builder.compile(checkpointer=saver)
+
+        ``store_options`` go to :func:`~eventlog.open_store` (``durability``,
+        ``max_event_bytes`` ...); a ``types`` registry given there gets the saver's types
+        registered in it.
+
+        :raises ValidationError: ``types`` registers the saver's names with other payloads;
+            whatever ``open_store`` raises for the URL and options.
+        """
+        types = store_options.pop("types", None)
+        types = langgraph_types() if types is None else register_langgraph_types(types)
+        async with open_store(url, types=types, **store_options) as store:
+            async with cls(store, serde=serde) as saver:
+                yield saver
+
+    @classmethod
+    @contextmanager
+    def sync_from_conn_string(
+        cls, url: str, *, serde: SerializerProtocol | None = None, **store_options: Any
+    ) -> Iterator[Self]:
+        """:meth:`from_conn_string` for synchronous code (``graph.invoke``, as LangGraph's
+        ``SqliteSaver.from_conn_string``): the store runs on an event loop in a thread of
+        its own for the block's lifetime, and the saver's sync methods wait for it::
+
+            with EventlogSaver.sync_from_conn_string("sqlite:///sessions.db") as saver:
+                builder.compile(checkpointer=saver).invoke(inputs, config)
+
+        Only the sync API works on such a saver: its async methods belong to the loop thread.
+        """
+        with anyio.from_thread.start_blocking_portal() as portal:
+            opened = cls.from_conn_string(url, serde=serde, **store_options)
+            with portal.wrap_async_context_manager(opened) as saver:
+                yield saver
 
     def __repr__(self) -> str:
         return f"EventlogSaver({len(self._threads)} threads open)"
@@ -213,6 +261,19 @@ class EventlogSaver(BaseCheckpointSaver[str]):
             self._threads[thread_id].index.apply(session.append(type_, payload))
         return session
 
+    async def thread_journal(self, thread_id: str) -> tuple[Session, ToolLedger]:
+        """The thread's open session (created when new) and the fold of its tool calls: what
+        the crash-honest tool node writes through. Append to the session only without an
+        ``await`` between reading the ledger and appending, and fold each appended event
+        into the ledger (``ledger.apply``).
+
+        :raises ValidationError: ``thread_id`` cannot name a session.
+        """
+        async with self._lock(checked_thread(thread_id)):
+            session = await self._session(thread_id, create=True)
+            assert session is not None  # create=True
+            return session, self._threads[thread_id].index.tools
+
     # -- async API -----------------------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -279,28 +340,29 @@ class EventlogSaver(BaseCheckpointSaver[str]):
                     if left is not None:
                         left -= len(page)
 
-    async def _list(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> list[CheckpointTuple]:
-        return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
-
-    async def aput(
+    def aput(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Log the checkpoint (and the values of the channels in ``new_versions``) and return
-        once it is durable."""
+    ) -> Coroutine[Any, Any, RunnableConfig]:
+        """Log the checkpoint (and the values of the channels in ``new_versions``); the
+        awaitable returns once it is durable.
+
+        The checkpoint is serialized when ``aput`` is called, before anything yields: what is
+        stored is what the graph handed over at that moment, even when the graph goes on
+        mutating the objects it passed (LangGraph's ``durability="async"`` and ``"exit"``).
+        """
         thread_id = thread_of(config)
         payload = checkpoint_payload(self.serde, config, checkpoint, metadata, new_versions)
+        return self._put(thread_id, payload, last_message(checkpoint))
+
+    async def _put(self, thread_id: str, payload: Checkpointed, last: Any) -> RunnableConfig:
         self._check_first(thread_id, CHECKPOINT, payload)
         session = await self._commit(thread_id, CHECKPOINT, payload)
+        # The model's answer ends a turn the crash-honest tool node opened (the journal).
+        end_turn(session, self._threads[thread_id].index.tools, last)
         await session.flush()
         return {
             "configurable": {
@@ -310,25 +372,29 @@ class EventlogSaver(BaseCheckpointSaver[str]):
             }
         }
 
-    async def aput_writes(
+    def aput_writes(
         self,
         config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
-    ) -> None:
-        """Log a task's writes against the checkpoint ``config`` names and return once they
-        are durable. A regular write already stored for the same task and index is kept;
-        a special one (error, interrupt) replaces the stored one."""
+    ) -> Coroutine[Any, Any, None]:
+        """Log a task's writes against the checkpoint ``config`` names; the awaitable returns
+        once they are durable. A regular write already stored for the same task and index is
+        kept; a special one (error, interrupt) replaces the stored one. The values are
+        serialized when ``aput_writes`` is called, as :meth:`aput`'s are."""
         thread_id = thread_of(config, required=("checkpoint_id",))
         whole = writes_put(self.serde, config, writes, task_id, task_path)
+        return self._put_writes(thread_id, whole)
+
+    async def _put_writes(self, thread_id: str, whole: WritesPut) -> None:
         self._check_first(thread_id, WRITES, whole)
         async with self._lock(thread_id):
             session = await self._session(thread_id, create=True)
             assert session is not None  # create=True
             index = self._threads[thread_id].index
             stored = index.writes.get((whole.ns, whole.checkpoint_id), {})
-            kept = [w for w in whole.writes if w.idx < 0 or (task_id, w.idx) not in stored]
+            kept = [w for w in whole.writes if w.idx < 0 or (whole.task_id, w.idx) not in stored]
             if kept:
                 payload = msgspec.structs.replace(whole, writes=kept)
                 index.apply(session.append(WRITES, payload))
@@ -411,63 +477,6 @@ class EventlogSaver(BaseCheckpointSaver[str]):
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-    # -- sync API: runs on the store's loop, from another thread --------------------------------
-
-    def _run(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-        if threading.get_ident() == self._loop_thread:
-            raise EventLoopThreadError(
-                "a synchronous EventlogSaver method was called on the event loop thread that "
-                "runs the store; it would block the loop it waits for",
-                hint="use the async methods there (aget_tuple, aput, graph.ainvoke ...)",
-            )
-        return anyio.from_thread.run(fn, *args, token=self._token)
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run(self.aget_tuple, config)
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        # Taken whole on the loop (within ``limit``): the iterator runs on the caller's thread.
-        yield from self._run(self._list, config, filter, before, limit)
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return self._run(self.aput, config, checkpoint, metadata, new_versions)
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self._run(self.aput_writes, config, writes, task_id, task_path)
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._run(self.adelete_thread, thread_id)
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run(self.acopy_thread, source_thread_id, target_thread_id)
-
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        async def history() -> Mapping[str, DeltaChannelHistory]:
-            return await self.aget_delta_channel_history(config=config, channels=channels)
-
-        return self._run(history)
 
 
 @dataclass(frozen=True, slots=True)
