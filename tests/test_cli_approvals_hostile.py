@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from agent import Agent, Response, ScriptedModel, tool
 from eventlog import open_store
@@ -49,8 +50,14 @@ def _clean(text: str) -> None:
         assert char not in text, f"{char!r} reached the terminal"
 
 
-def test_hostile_text_in_an_approval_is_shown_as_data(tmp_path: Path) -> None:
+def test_hostile_text_in_an_approval_is_shown_as_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from starlette.testclient import TestClient
+
+    # A terminal wide enough that the tables show each text whole (at 80 columns they cut
+    # it, and the escaped form would be cut with it).
+    monkeypatch.setenv("COLUMNS", "400")
 
     from agent.web import create_app
 
