@@ -178,7 +178,7 @@ def _print(
         ctx.out.line(
             f"awaiting agent: turn {line.turn.number if line.turn else '?'}{step} has every "
             "decision it asked for; its agent goes on with it at its next run (Agent.resume, "
-            "then run_until_idle()), nothing to repair"
+            "then run_until_idle(); an OpenAI Agents run: pending_run), nothing to repair"
         )
     elif line.turn is not None:
         step = f", step {line.step.number}" if line.step is not None else ""

@@ -166,7 +166,8 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
     elif doc["awaiting_agent"]:
         line(
             "awaiting agent: every decision the step asked for is made, nothing to repair; "
-            "its agent goes on with it at its next run (Agent.resume, then run_until_idle())"
+            "its agent goes on with it at its next run (Agent.resume, then run_until_idle(); "
+            "an OpenAI Agents run: pending_run)"
         )
     else:
         line("nothing to repair")
