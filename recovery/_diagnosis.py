@@ -22,8 +22,9 @@ __all__ = ("DanglingCall", "DanglingKind", "Diagnosis", "scan", "classify")
 #: ``completed`` (its ``tool/outcome`` was logged) with the recorded result, ``started`` (its
 #: ``tool/call`` was logged: the body may have run) as ``TOOL_OUTCOME_UNKNOWN``, ``proposed``
 #: and ``approved`` (no ``tool/call``: it never ran) as ``TOOL_NOT_STARTED``, ``denied`` as
-#: ``TOOL_DENIED``. A step holding an ``awaiting approval`` call waits for a person: repair
-#: leaves it as it is.
+#: ``TOOL_DENIED``. A step holding an ``awaiting approval`` call waits for a person, and one whose
+#: decisions are all made waits for its agent (:attr:`Diagnosis.awaiting_agent`): repair leaves
+#: both as they are.
 DanglingKind = Literal[
     "proposed", "awaiting approval", "approved", "denied", "started", "completed"
 ]
@@ -61,6 +62,9 @@ class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
     :ivar awaiting_approval: the open step's calls that wait for a person's decision
         (:attr:`~projections.Timeline.awaiting_approval`). While there are any, the session is
         waiting, not broken: it does not need repair, and repair appends nothing.
+    :ivar approvals: the open step's calls that asked for a decision, decided, answered or not
+        (:attr:`~projections.Timeline.approvals`): a step holding any is gone on by its agent
+        (``Agent.resume`` does not repair it), so :attr:`awaiting_agent` is read from them.
     """
 
     session_id: str
@@ -71,21 +75,36 @@ class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
     unanswered_in_closed_steps: tuple[ToolCallState, ...] = ()
     findings: tuple[Finding, ...] = ()
     awaiting_approval: tuple[ToolCallState, ...] = ()
+    approvals: tuple[ToolCallState, ...] = ()
+
+    @property
+    def awaiting_agent(self) -> bool:
+        """True when the open step asked for decisions, every one is made, and no call of it
+        was started without a logged outcome: the step waits for its agent to go on (run the
+        approved calls, answer the denied ones), which it does at its next run. Not broken:
+        repairing it would answer an approved call ``TOOL_NOT_STARTED`` and have the model
+        ask the person again. A call started with no outcome is a crash inside its body (its
+        effect is unknown): that step needs repair, decisions or not."""
+        if self.open_step is None or not self.approvals or self.awaiting_approval:
+            return False
+        return not any(d.kind == "started" for d in self.dangling)
 
     @property
     def needs_repair(self) -> bool:
-        """True when :func:`~recovery.repair` would append closers: a turn or step is open and
-        no call of it waits for a decision."""
+        """True when :func:`~recovery.repair` would append closers: a turn or step is open, no
+        call of it waits for a decision, and it does not wait for its agent to go on with its
+        decisions (:attr:`awaiting_agent`)."""
         is_open = self.open_turn is not None or self.open_step is not None
-        return is_open and not self.awaiting_approval
+        return is_open and not self.awaiting_approval and not self.awaiting_agent
 
     @property
     def clean(self) -> bool:
-        """True when nothing is open, waiting for a decision, left unanswered in a closed
-        step, or suspicious."""
+        """True when nothing is open, waiting for a decision or for its agent, left unanswered
+        in a closed step, or suspicious."""
         return not (
             self.needs_repair
             or self.awaiting_approval
+            or self.awaiting_agent
             or self.unanswered_in_closed_steps
             or self.findings
         )
@@ -122,4 +141,5 @@ def scan(session: Session) -> Diagnosis:
         unanswered_in_closed_steps=tuple(c for c in view.unanswered if c.key not in open_keys),
         findings=view.findings,
         awaiting_approval=view.awaiting_approval,
+        approvals=view.approvals,
     )

@@ -13,6 +13,10 @@ In order, continuing the seq and reusing the last event's time (so a repair is d
 Calls left unanswered in closed steps are reported by :func:`~recovery.scan`, never answered.
 A step with a call awaiting a person's decision is waiting, not broken: repair appends nothing
 (``Diagnosis.needs_repair`` is false), and the decision, when it comes, lets the agent go on.
+Once every decision is made the step waits for its agent (``Diagnosis.awaiting_agent``):
+repair appends nothing either, or an approved call would be answered ``TOOL_NOT_STARTED`` and
+asked again; a call of it started with no outcome (a crash inside its body) makes it need
+repair again.
 A second repair finds nothing open and appends nothing.
 """
 

@@ -28,7 +28,7 @@ from agent import (
 )
 from eventlog import Event, Session, open_store
 from projections import messages
-from recovery import TOOL_DENIED, TOOL_OUTCOME_UNKNOWN, decide, repair, scan
+from recovery import TOOL_OUTCOME_UNKNOWN, decide, repair, scan
 from recovery.testing import check_invariants
 from tests.three_stores import Opener, stores
 
@@ -205,9 +205,13 @@ def test_a_step_resumed_in_another_process_runs_only_the_tools_its_request_decla
 
 @pytest.mark.anyio
 async def test_repair_keeps_the_context_a_finished_call_recorded(stores: Opener) -> None:
+    began = anyio.Event()
+
     @tool(approval=True)
-    def delete(path: str) -> str:
-        """Delete a file."""
+    async def delete(path: str) -> str:
+        """Delete a file (this one hangs until its run is cut)."""
+        began.set()
+        await anyio.sleep_forever()
         return f"deleted {path}"
 
     @tool
@@ -216,22 +220,37 @@ async def test_repair_keeps_the_context_a_finished_call_recorded(stores: Opener)
         return ToolOutput(content="noted", context="the file is shared with the team")
 
     calls = [("delete", '{"path": "a"}'), ("note", "{}")]
-    model = ScriptedModel([Response(tool_calls=calls)])
     async with stores() as store:
+        model = ScriptedModel([Response(tool_calls=calls)])
         agent = Agent(await store.create(session_id="s"), model, [delete, note])
         agent.followup("delete a, take a note")
         # The note ran while the deletion waits: its result and its context are durable.
         assert await _run(agent) == ["awaiting approval"]
         await agent.session.aclose()
 
-    # Someone denies the deletion, and an operator closes the session with repair instead of
-    # resuming the agent (`eventlog recover --apply`): the note's context is not lost.
-    async with stores() as store:
+        # Someone approves the deletion: the step waits for its agent, nothing to repair (an
+        # answer now would tell the model the approved call never started).
         session = await store.open("s")
-        await decide(session, "call-1-0", "deny", by="ops", reason="shared file")
-        assert scan(session).needs_repair
+        await decide(session, "call-1-0", "approve", by="ops")
+        assert scan(session).awaiting_agent and not scan(session).needs_repair
+        assert not (await repair(session)).repaired
+        await session.aclose()
+
+        # The agent comes back and its run is cut inside the approved body, as a crash would
+        # cut it: the deletion may have run, the step needs repair.
+        agent = await Agent.resume(store, "s", ScriptedModel([]), [delete, note])
+        async with anyio.create_task_group() as group:
+            group.start_soon(agent.run_until_idle)
+            await began.wait()
+            group.cancel_scope.cancel()
+        await agent.session.aclose()
+
+        # An operator closes the session with repair (`eventlog recover --apply`): the note's
+        # context is not lost.
+        session = await store.open("s")
+        assert scan(session).needs_repair and not scan(session).awaiting_agent
         assert (await repair(session)).repaired
-        assert _results(session) == {"call-1-0": TOOL_DENIED, "call-1-1": None}
+        assert _results(session) == {"call-1-0": TOOL_OUTCOME_UNKNOWN, "call-1-1": None}
         texts = [m.text for m in messages(session)]
         assert texts[-1] == "the file is shared with the team"
         check_invariants(session)

@@ -152,6 +152,9 @@ async def test_a_call_decided_through_the_session_is_not_asked_again() -> None:
         assert [r.call_id for r in _of(session, "tool/approval-request")] == ["c1", "c2"]
 
         await session.approve("c2", by="bob", reason="checked")
+        # Every call decided, the run not resumed yet: it waits for its run, nothing to repair.
+        decided = scan(session.log)
+        assert decided.awaiting_agent and not decided.needs_repair
         state = await session.pending_run(agent)
         result = await Runner.run(agent, state, session=session, hooks=session.hooks)
         assert result.final_output == "Paid both." and paid == [3, 4]

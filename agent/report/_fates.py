@@ -10,7 +10,13 @@ from typing import Any, Literal
 
 from eventlog import EventLogError, Session, ToolCallPart, ToolResult
 from projections import ToolCallState, timeline
-from recovery import ABORTED_BEFORE_DISPATCH, TOOL_DENIED, TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+from recovery import (
+    ABORTED_BEFORE_DISPATCH,
+    TOOL_DENIED,
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+    scan,
+)
 
 __all__ = (
     "FAILED_FATES",
@@ -60,10 +66,18 @@ PENDING_FATES: frozenset[str] = frozenset({"awaiting approval"})
 FAILED_TURN_ENDS: frozenset[str] = frozenset({"error", "interrupted"})
 
 SessionState = Literal[
-    "balanced", "running", "needs repair", "corrupt", "unknown type", "awaiting approval"
+    "balanced",
+    "running",
+    "needs repair",
+    "corrupt",
+    "unknown type",
+    "awaiting approval",
+    "awaiting agent",
 ]
 #: States that are findings for every command (exit 1): the log is damaged, or a turn is open
-#: with no live writer (a crash: ``eventlog recover`` closes it).
+#: with no live writer (a crash: ``eventlog recover`` closes it). ``awaiting approval`` and
+#: ``awaiting agent`` are not: nothing is broken (``audit`` still exits 1 for a call that waits
+#: for a person's decision; see :data:`PENDING_FATES`).
 FINDING_STATES: frozenset[str] = frozenset({"corrupt", "needs repair"})
 
 #: Result error codes that say the tool body never ran (recovery, or the agent on cancel).
@@ -219,9 +233,11 @@ def session_state(
     whatever is open is in progress), ``needs repair`` (a turn is open and nobody is writing: a
     crash, inside a step with calls awaiting an answer or between steps; what
     :attr:`recovery.Diagnosis.needs_repair` says), ``awaiting approval`` (a step waits for a
-    person's decision, nobody writing: not a crash, nothing to repair) or ``balanced``. Calls
-    left unanswered in a closed step are not something repair can fix; ``audit`` reports
-    them."""
+    person's decision, nobody writing: not a crash, nothing to repair), ``awaiting agent``
+    (every decision the open step asked for is made and no call of it was cut inside its body:
+    the agent goes on with it at its next run, nothing to repair;
+    :attr:`recovery.Diagnosis.awaiting_agent`) or ``balanced``. Calls left unanswered in a
+    closed step are not something repair can fix; ``audit`` reports them."""
     if fault is not None:
         return "corrupt"
     if unknown is not None:
@@ -231,4 +247,6 @@ def session_state(
     line = timeline(session)
     if line.awaiting_approval:
         return "awaiting approval"
+    if scan(session).awaiting_agent:
+        return "awaiting agent"
     return "needs repair" if line.turn is not None or line.dangling else "balanced"

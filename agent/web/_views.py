@@ -97,6 +97,7 @@ async def sessions_view(
             "corrupt",
             "unknown type",
             "awaiting approval",
+            "awaiting agent",
         ),
         "next_after": None if scanned_all else cursor,
     }

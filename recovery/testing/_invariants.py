@@ -4,8 +4,9 @@ The invariants, each reported with the seqs it is about:
 
 - **seq contiguity**: event ``i`` has seq ``i``; times never run backwards;
 - **balanced turns and steps**: nothing is open, and the timeline found no numbering or
-  pairing rule broken; a step waiting for a person's decision (a call ``awaiting approval``)
-  is a settled state, not an open one: it and its unanswered calls are allowed;
+  pairing rule broken; a step waiting for a person's decision (a call ``awaiting approval``),
+  or for its agent once every decision is made (``Diagnosis.awaiting_agent``), is a settled
+  state, not an open one: it and its unanswered calls are allowed;
 - **every surfaced tool call answered exactly once**: in the model-visible history each
   assistant tool call is followed, before anything else, by exactly one result with its id, in
   the model's order; and in the log no call is left without a ``tool/result``;
@@ -20,6 +21,8 @@ from collections.abc import Callable, Sequence
 
 from eventlog import EventLogError, Session, fold_surface
 from projections import inbox, messages, timeline, to_anthropic, to_openai
+
+from .._diagnosis import scan
 
 __all__ = ("InvariantViolation", "check_invariants")
 
@@ -68,10 +71,17 @@ def _seq_contiguity(session: Session) -> list[str]:
     return found
 
 
+def _waiting(session: Session) -> bool:
+    """Whether the open step is settled: it waits for a person's decision, or, every decision
+    made, for its agent to go on (what ``scan`` calls not needing repair while open)."""
+    diagnosis = scan(session)
+    return bool(diagnosis.awaiting_approval) or diagnosis.awaiting_agent
+
+
 def _balanced(session: Session) -> list[str]:
     view = timeline(session)
     found = []
-    waiting = bool(view.awaiting_approval)  # settled: the step waits for a person
+    waiting = _waiting(session)
     if view.turn is not None and not waiting:
         found.append(f"balance: turn {view.turn.number} (seq {view.turn.seq}) is still open")
     if view.step is not None and not waiting:
@@ -118,7 +128,7 @@ def _answered_once(session: Session) -> list[str]:
             if len(set(ids)) != len(ids):
                 found.append(f"{where} proposes a call id twice: {ids}")
             pending = ids
-    if pending and not timeline(session).awaiting_approval:
+    if pending and not _waiting(session):
         found.append(f"answers: the history ends while {pending} are unanswered")
     return found
 

@@ -73,7 +73,9 @@ async def _run(args: argparse.Namespace, ctx: Context) -> int:
     # Exit 1 as every command does for the state (damaged, needs repair; a running session
     # owes nothing yet), and when anything in the run went wrong: a call failed or has an
     # unknown outcome, a model attempt failed, a turn failed or was cut by a crash; and when
-    # a call waits for a person's decision (nothing failed, but someone must act).
+    # a call waits for a person's decision (nothing failed, but someone must act). A step
+    # whose decisions are all made (``awaiting agent``) is no finding by itself: nobody must
+    # decide or repair, its agent goes on at its next run, as a running session's would.
     ok = intact and not failed and not attempts and not turns and not states_exit([state])
     if ctx.out.json_mode:
         document: dict[str, Any] = {
@@ -170,6 +172,13 @@ def _print(
             f"awaiting approval: turn {line.turn.number if line.turn else '?'} waits for a "
             f"decision (eventlog approvals --pending; eventlog approve {session.id} CALL --by "
             "NAME)"
+        )
+    elif state == "awaiting agent":
+        step = f", step {line.step.number}" if line.step is not None else ""
+        ctx.out.line(
+            f"awaiting agent: turn {line.turn.number if line.turn else '?'}{step} has every "
+            "decision it asked for; its agent goes on with it at its next run (Agent.resume, "
+            "then run_until_idle(); an OpenAI Agents run: pending_run), nothing to repair"
         )
     elif line.turn is not None:
         step = f", step {line.step.number}" if line.step is not None else ""

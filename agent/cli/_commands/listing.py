@@ -29,6 +29,7 @@ _STATE_STYLE = {
     "corrupt": "bold red",
     "unknown type": "magenta",
     "awaiting approval": "yellow",
+    "awaiting agent": "cyan",
 }
 _SESSION_COLUMNS = (
     Column("id", priority=10, min_width=10),

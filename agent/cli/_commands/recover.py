@@ -110,6 +110,7 @@ def _diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
             {"turn": c.turn, "step": c.step, "call_id": c.call_id, "name": c.name}
             for c in diagnosis.awaiting_approval
         ],
+        "awaiting_agent": diagnosis.awaiting_agent,
     }
 
 
@@ -161,6 +162,12 @@ def _report(ctx: Context, doc: dict[str, Any], session: Session, appended: tuple
         line(
             f"awaiting approval: {waiting} waiting for a decision, nothing to repair "
             f"(eventlog approve {sid} CALL --by NAME, or deny)"
+        )
+    elif doc["awaiting_agent"]:
+        line(
+            "awaiting agent: every decision the step asked for is made, nothing to repair; "
+            "its agent goes on with it at its next run (Agent.resume, then run_until_idle(); "
+            "an OpenAI Agents run: pending_run)"
         )
     else:
         line("nothing to repair")
