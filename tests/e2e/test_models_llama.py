@@ -171,7 +171,11 @@ async def test_an_approval_flow_with_the_real_model(llama_url: str, tmp_path: Pa
         (waiting,) = await agent.pending_approvals()
         assert waiting.name == "cancel_booking"
         assert set(json.loads(waiting.arguments)) == {"restaurant"}
-        assert events_of(session, "tool/call") == []
+        # A small model may propose more calls, some with arguments cut short: those are
+        # answered INVALID_ARGUMENTS without a decision (nothing to decide on, nothing runs).
+        # The call that waits has no tool/call, and no body ran.
+        assert waiting.call_id not in {e.data.call_id for e in events_of(session, "tool/call")}
+        assert all(e.data.error is not None for e in events_of(session, "tool/result"))
         await session.aclose()
 
     # 2. A person approves from another process, through the command.
@@ -190,11 +194,12 @@ async def test_an_approval_flow_with_the_real_model(llama_url: str, tmp_path: Pa
             (outcome,) = await agent.run_until_idle()
         assert outcome.reason in ("completed", "max-tokens")  # a base model may run long
         session = agent.session
-        (result,) = events_of(session, "tool/result")
-        assert result.data.error is None
-        assert result.data.message.tool_results[0].content.startswith("cancelled at ")
+        # The approved call ran once (the others, if any, were refused before any decision).
+        (result,) = [e for e in events_of(session, "tool/result") if e.data.error is None]
+        (part,) = result.data.message.tool_results
+        assert part.call_id == waiting.call_id and part.text.startswith("cancelled at ")
         (sent,) = model.sent
         tool_messages = [m for m in sent["messages"] if m["role"] == "tool"]
-        assert tool_messages[-1]["content"].startswith("cancelled at ")
+        assert any(m["content"].startswith("cancelled at ") for m in tool_messages)
         check_invariants(session)
         await session.aclose()
