@@ -115,10 +115,6 @@ class Tail:
 
     # -- what the writer does to it ------------------------------------------------------------
 
-    def waits(self) -> bool:
-        """Whether the tail has events or rows waiting for a round."""
-        return bool(self.queued or self.rows)
-
     def drop(self) -> int:
         """Drop the events and rows not yet written; return their payload bytes."""
         dropped = sum([len(data) for _, data in self.queued])
