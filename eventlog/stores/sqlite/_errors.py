@@ -26,7 +26,8 @@ def translated(
     """
     try:
         yield
-    except sqlite3.Error as exc:
+    # OverflowError: a Python int beyond SQLite's 64 bits, bound as a parameter.
+    except (sqlite3.Error, OverflowError) as exc:
         message = f"SQLite database {path}: {action} failed: {exc}"
         if getattr(exc, "sqlite_errorname", "") in _DAMAGED:
             raise CorruptLogError(
@@ -34,11 +35,6 @@ def translated(
                 session_id=session_id,
                 hint="the file is damaged or is not an eventlog database",
             ) from exc
-        if write:
-            raise StoreWriteError(message, session_id=session_id) from exc
-        raise EventLogError(message, session_id=session_id) from exc
-    except OverflowError as exc:  # a Python int beyond SQLite's 64 bits, bound as a parameter
-        message = f"SQLite database {path}: {action} failed: {exc}"
         if write:
             raise StoreWriteError(message, session_id=session_id) from exc
         raise EventLogError(message, session_id=session_id) from exc
