@@ -43,13 +43,6 @@ _NO_PORTS: SessionPorts[Session] = SessionPorts()
 _NOT_OPENED = Opened()
 
 
-def _fold_grammar(events: Sequence[Event]) -> TurnGrammar:
-    grammar = TurnGrammar()
-    for event in events:
-        grammar.advance(event.type, event.data)
-    return grammar
-
-
 class Session(SessionHistory):
     """One session's log. Get one from ``store.create()`` or ``store.open()``.
 
@@ -107,7 +100,7 @@ class Session(SessionHistory):
         # Durable seq, chain hash and fence live in the tail, owned by the store's writer.
         self._tail = ports.tail or StoredTail(self.head, log.last_hash if log is not None else b"")
         self._surface = log.surface if log is not None else SurfaceIndex()
-        self._grammar = log.grammar if log is not None else _fold_grammar(self._events)
+        self._grammar = log.grammar if log is not None else TurnGrammar()
         self._observers: list[Observer] = []
         self._notifying = False
         self._closed = False
