@@ -34,6 +34,7 @@ __all__ = (
     "Snapshots",
     "ATTACHMENT_COLUMNS",
     "SNAPSHOT_COLUMNS",
+    "STORE_TABLES",
     "TABLE_COLUMNS",
     "Store",
     "delete_refused",
@@ -57,6 +58,9 @@ TABLE_COLUMNS: dict[str, frozenset[str]] = {
 ATTACHMENT_COLUMNS: frozenset[str] = frozenset({"digest", "data"})
 #: Likewise for the snapshots table, created with a session's first snapshot.
 SNAPSHOT_COLUMNS: frozenset[str] = frozenset({"session_id", "seq", "hash", "data"})
+#: Every table a store makes (attachments and snapshots on first use): what a command that
+#: must not write looks for, and what a refused import drops again.
+STORE_TABLES: tuple[str, ...] = (*TABLE_COLUMNS, "attachments", "snapshots")
 
 
 def session_not_found(session_id: str) -> SessionNotFoundError:

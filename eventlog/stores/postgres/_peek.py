@@ -14,15 +14,13 @@ from dataclasses import dataclass
 import asyncpg
 
 from ..._errors import EventLogError
-from .._base import TABLE_COLUMNS
+from .._base import STORE_TABLES, TABLE_COLUMNS
 from ._errors import DRIVER_ERRORS
 from ._sql import quote_ident
 from ._url import split_url
 
 __all__ = ("SchemaFound", "drop_created", "holds_store")
 
-#: Every table a store makes (attachments and snapshots on first use).
-_TABLES = (*TABLE_COLUMNS, "attachments", "snapshots")
 _FOUND = """
 SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = $1 AND c.relname = ANY($2::text[])
@@ -61,7 +59,7 @@ async def holds_store(url: str) -> SchemaFound | None:
         conn = await asyncpg.connect(dsn, timeout=_TIMEOUT)
         try:
             exists = await conn.fetchval(_SCHEMA, schema)
-            names = {row[0] for row in await conn.fetch(_FOUND, schema, list(_TABLES))}
+            names = {row[0] for row in await conn.fetch(_FOUND, schema, list(STORE_TABLES))}
         finally:
             await conn.close()
     except _UNTOLD:
@@ -75,7 +73,7 @@ async def drop_created(url: str, before: SchemaFound) -> None:
     caller is reporting another failure already): errors are swallowed."""
     dsn, _, _ = split_url(url)
     s = quote_ident(before.schema)
-    made = [name for name in _TABLES if name not in before.tables]
+    made = [name for name in STORE_TABLES if name not in before.tables]
     try:
         conn = await asyncpg.connect(dsn, timeout=_TIMEOUT)
         try:

@@ -13,12 +13,9 @@ import contextlib
 import os
 import sqlite3
 
-from .._base import TABLE_COLUMNS
+from .._base import STORE_TABLES, TABLE_COLUMNS
 
 __all__ = ("drop_created", "holds_store", "store_tables")
-
-#: Every table a store makes (attachments and snapshots on first use).
-_TABLES = (*TABLE_COLUMNS, "attachments", "snapshots")
 
 
 def store_tables(path: str | os.PathLike[str]) -> frozenset[str] | None:
@@ -36,7 +33,7 @@ def store_tables(path: str | os.PathLike[str]) -> frozenset[str] | None:
             ).fetchall()
     except (sqlite3.Error, OSError):
         return None
-    return frozenset(name for (name,) in rows if name in _TABLES)
+    return frozenset(name for (name,) in rows if name in STORE_TABLES)
 
 
 def holds_store(path: str | os.PathLike[str]) -> bool | None:
@@ -51,7 +48,7 @@ def drop_created(path: str | os.PathLike[str], before: frozenset[str]) -> None:
     :func:`store_tables` said then). The other tables' rows are as they were; the file's
     bytes are not (SQLite keeps the freed pages). Best effort: errors are swallowed (the
     caller is reporting another failure already)."""
-    made = [name for name in _TABLES if name not in before]
+    made = [name for name in STORE_TABLES if name not in before]
     try:
         with contextlib.closing(sqlite3.connect(path, timeout=5)) as connection:
             for name in made:
