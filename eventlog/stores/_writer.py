@@ -159,10 +159,8 @@ class Writer:
         if pending and pending + nbytes > self.max_pending_bytes:
             raise BacklogFullError(
                 f"session {session_id!r}, seq {seq}: {pending} bytes "
-                f"would be waiting to be written (limit {self.max_pending_bytes})"
-                if waiting
-                else f"session {session_id!r}, seq {seq}: {pending} bytes "
-                f"are waiting to be written (limit {self.max_pending_bytes})",
+                f"{'would be' if waiting else 'are'} waiting to be written "
+                f"(limit {self.max_pending_bytes})",
                 session_id=session_id,
                 seq=seq,
                 hint="the store is not keeping up or is failing; flush() shows why",
