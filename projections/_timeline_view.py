@@ -88,16 +88,19 @@ class Timeline:
         """The open step's calls that asked for a decision (decided, answered or not), in the
         model's order: a step holding any is continued by the agent, not repaired on
         resume."""
-        calls = [c for c in self.open_calls if c.requested is not None and c.index is not None]
-        calls.sort(key=lambda c: (c.proposed, c.index))
-        return tuple(calls)
+        return tuple(c for c in self._proposed() if c.requested is not None)
 
     @property
     def dangling(self) -> tuple[ToolCallState, ...]:
         """The open step's proposed calls with no result yet, in the model's order."""
-        calls = [c for c in self.open_calls if c.result is None and c.index is not None]
+        return tuple(c for c in self._proposed() if c.result is None)
+
+    def _proposed(self) -> list[ToolCallState]:
+        """The open step's proposed calls, in the model's order (the proposing reply's seq,
+        then the call's index in it)."""
+        calls = [c for c in self.open_calls if c.index is not None]
         calls.sort(key=lambda c: (c.proposed, c.index))
-        return tuple(calls)
+        return calls
 
     def call(self, turn: int, step: int, call_id: str) -> ToolCallState | None:
         """The state of one call as of this snapshot, or ``None`` if it had not appeared, or

@@ -34,7 +34,7 @@ from eventlog import (
     ToolApprovalRequest,
     ValidationError,
 )
-from projections import ToolCallState, timeline
+from projections import Timeline, ToolCallState, timeline
 
 __all__ = (
     "ApprovalConflictError",
@@ -249,6 +249,6 @@ def _requested_call(session: Session, call_id: str) -> ToolCallState:
     )
 
 
-def _ended(view: Any, call: ToolCallState) -> str:
+def _ended(view: Timeline, call: ToolCallState) -> str:
     turn = view.turn
     return "step ended" if turn is not None and turn.number == call.turn else "turn ended"

@@ -111,6 +111,7 @@ async def run_calls(
     :raises StoreWriteError: the requests could not be made durable (nothing ran).
     """
     session, turn, step = executor.session, executor.turn, executor.step
+    cited = () if assistant_seq is None else (assistant_seq,)
     try:
         reasons = await _reasons(executor.toolbox, calls)
     except _PolicyFailed as failure:
@@ -121,7 +122,6 @@ async def run_calls(
             f"{failure.call.id!r} of turn {turn}, step {step}: {type(exc).__name__}: {exc}; "
             "no call of this step ran"
         )
-        cited = () if assistant_seq is None else (assistant_seq,)
         answer = carried_answer(text, "ApprovalPolicyError", APPROVAL_FAILED, cited)
         answers = dict.fromkeys(range(len(calls)), answer)
         await executor.run(calls, assistant_seq=assistant_seq, carry=Carry(answers=answers))
@@ -136,8 +136,7 @@ async def run_calls(
             arguments=call.arguments,
             reason=reason,
         )
-        sources = () if assistant_seq is None else (assistant_seq,)
-        session.append("tool/approval-request", request, sources=sources)
+        session.append("tool/approval-request", request, sources=cited)
     if reasons:
         await session.flush()  # checkpoint: the questions are durable before anything runs
     carry = Carry(held=frozenset(reasons))

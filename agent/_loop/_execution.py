@@ -116,8 +116,10 @@ class Carry:
         return index < self.answered or index in self.held or index in self.answers
 
 
-def carried_answer(content: str, name: str, code: str, sources: tuple[int, ...]) -> _Settled:
-    """An error result given without running the call, citing ``sources``."""
+def carried_answer(
+    content: str, name: str, code: str, sources: tuple[int, ...] | None = None
+) -> _Settled:
+    """An error result, citing ``sources`` (by default the call's ``tool/call``, if any)."""
     return _Settled(content=content, error=ToolError(name=name, code=code), sources=sources)
 
 
@@ -141,10 +143,6 @@ class ExecutionReport:
     concluded: bool
     aborted: int
     held: int = 0
-
-
-def _error_output(content: str, name: str, code: str) -> _Settled:
-    return _Settled(content=content, error=ToolError(name=name, code=code))
 
 
 class ToolExecutor:
@@ -221,7 +219,7 @@ class ToolExecutor:
                 continue
             if self._call_seqs[index] is None:
                 self._log_call(index)
-            self._fill(index, _error_output(_ABORTED_TEXT, "AbortError", ABORTED_BEFORE_DISPATCH))
+            self._fill(index, carried_answer(_ABORTED_TEXT, "AbortError", ABORTED_BEFORE_DISPATCH))
             aborted += 1
         concluded = any(s is not None and s.concludes for s in self._slots)
         held = sum(1 for index in carry.held if self._slots[index] is None)
@@ -273,7 +271,7 @@ class ToolExecutor:
     def _plan(self, call: ToolCallPart) -> tuple[Tool, object] | _Settled:
         tool = self.toolbox.get(call.name)
         if tool is None:
-            return _error_output(
+            return carried_answer(
                 f"unknown tool {call.name!r}; available: "
                 + (", ".join(t.name for t in self.toolbox) or "none"),
                 "UnknownToolError",
@@ -282,11 +280,11 @@ class ToolExecutor:
         try:
             return tool, tool.decode(call.arguments)
         except ValueError as exc:  # ToolArgumentsError, or a decoder's own ValueError
-            return _error_output(str(exc), "ToolArgumentsError", INVALID_ARGUMENTS)
+            return carried_answer(str(exc), "ToolArgumentsError", INVALID_ARGUMENTS)
         except Exception as exc:  # a custom decoder that broke: the call is not run either
             logger.exception("agent: decode of tool %r failed", call.name)
             text = f"the arguments could not be decoded: {type(exc).__name__}: {exc}"
-            return _error_output(text, "ToolArgumentsError", INVALID_ARGUMENTS)
+            return carried_answer(text, "ToolArgumentsError", INVALID_ARGUMENTS)
 
     @staticmethod
     def _is_safe(tool: Tool, args: object) -> bool:
@@ -305,12 +303,12 @@ class ToolExecutor:
         except EventLogError as exc:
             for index, _tool, _args in batch:
                 text = f"the call was not run: its start could not be made durable ({exc})"
-                self._fill(index, _error_output(text, type(exc).__name__, CHECKPOINT_FAILED))
+                self._fill(index, carried_answer(text, type(exc).__name__, CHECKPOINT_FAILED))
             return
         for index, tool, args in batch:
             if self.cancel.is_set():
                 # Cancelled while the checkpoint was written: the body never runs.
-                error = _error_output(_ABORTED_TEXT, "AbortError", ABORTED_BEFORE_DISPATCH)
+                error = carried_answer(_ABORTED_TEXT, "AbortError", ABORTED_BEFORE_DISPATCH)
                 self._fill(index, error)
                 continue
             self._in_flight += 1
@@ -323,7 +321,9 @@ class ToolExecutor:
             settled = _settled_from(as_output(await tool.call(args, context)))
         except Exception as exc:
             logger.info("agent: tool %r (call %s) raised %r", call.name, call.id, exc)
-            settled = _error_output(f"{type(exc).__name__}: {exc}", type(exc).__name__, TOOL_FAILED)
+            settled = carried_answer(
+                f"{type(exc).__name__}: {exc}", type(exc).__name__, TOOL_FAILED
+            )
         settled = self._bounded(await self._store_media(settled))
         try:
             if index != self._committed:
@@ -341,7 +341,7 @@ class ToolExecutor:
             return replace(settled, content=await self.attachments.stored(settled.content))
         except EventLogError as exc:
             text = f"the tool's result was dropped: its attachments could not be stored ({exc})"
-            return _error_output(text, type(exc).__name__, CHECKPOINT_FAILED)
+            return carried_answer(text, type(exc).__name__, CHECKPOINT_FAILED)
 
     def _bounded(self, settled: _Settled) -> _Settled:
         """An output too large for one event becomes an error result (the log refuses it)."""
@@ -354,7 +354,7 @@ class ToolExecutor:
             f"the tool output was {size} bytes, over the session's limit of "
             f"{self.session.max_event_bytes} bytes per event; it was dropped"
         )
-        return _error_output(text, "OutputTooLargeError", OUTPUT_TOO_LARGE)
+        return carried_answer(text, "OutputTooLargeError", OUTPUT_TOO_LARGE)
 
     async def _make_durable(self, index: int, settled: _Settled) -> _Settled:
         """An earlier call is still running: record this result as ``tool/outcome`` now."""
