@@ -31,7 +31,7 @@ from eventlog import (
     UserMessage,
 )
 
-__all__ = ("ToolLedger", "close_step", "end_turn", "put", "text_of")
+__all__ = ("ToolLedger", "answer", "close_step", "end_turn", "put", "text_of")
 
 #: The model-visible messages: on the session's surface, in the model's order.
 _SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -101,7 +101,15 @@ def close_step(session: Session, ledger: ToolLedger) -> None:
     if grammar.turn is None or grammar.step is None:
         return
     turn, step = grammar.turn, grammar.step
-    for call_id in ledger.unanswered((turn, step)):
+    answer(session, ledger, (turn, step))
+    put(session, ledger, "step/end", StepEnd(turn=turn, step=step))
+
+
+def answer(session: Session, ledger: ToolLedger, at: tuple[int, int]) -> None:
+    """Log the ``tool/result`` of each call of step ``at`` with an outcome and no answer yet,
+    in the model's order."""
+    turn, step = at
+    for call_id in ledger.unanswered(at):
         o = ledger.outcomes[call_id]
         put(
             session,
@@ -109,7 +117,6 @@ def close_step(session: Session, ledger: ToolLedger) -> None:
             "tool/result",
             ToolResult(turn=turn, step=step, message=o.result, error=o.error),
         )
-    put(session, ledger, "step/end", StepEnd(turn=turn, step=step))
 
 
 def end_turn(session: Session, ledger: ToolLedger, last: Any) -> None:

@@ -33,7 +33,6 @@ from langgraph.types import Command
 from eventlog import (
     AssistantMessage,
     Message,
-    MessageSource,
     Session,
     StepEnd,
     StepStart,
@@ -41,17 +40,15 @@ from eventlog import (
     ToolCallPart,
     ToolError,
     ToolOutcome,
-    ToolResult,
     ToolResultPart,
     TurnEnd,
     TurnStart,
     UserMessage,
-    new_id,
 )
 from recovery import TOOL_FAILED, TOOL_OUTCOME_UNKNOWN, outcome_unknown_text
 
 from ._langgraph_calls import thread_of
-from ._langgraph_ledger import ToolLedger, close_step, put, text_of
+from ._langgraph_ledger import ToolLedger, answer, close_step, put, text_of
 
 if TYPE_CHECKING:
     from ._langgraph_saver import EventlogSaver
@@ -61,7 +58,6 @@ __all__ = ("DurableToolNode", "durable_tool_calls")
 Result = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], Result]
 AExecute = Callable[[ToolCallRequest], Awaitable[Result]]
-_TOOL = MessageSource(kind="tool")
 
 
 def durable_tool_calls(
@@ -182,19 +178,11 @@ def _record_outcome(
     """Append the call's outcome; when it settles its step, the step's results (model's
     order) and ``step/end``."""
     turn, step = ledger.call_step[call_id]
-    part = ToolResultPart(call_id=call_id, content=text, is_error=error is not None)
-    result = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
+    result = Message.tool_result(call_id, text, is_error=error is not None)
     outcome = ToolOutcome(turn=turn, step=step, call_id=call_id, result=result, error=error)
     put(session, ledger, "tool/outcome", outcome)
     if ledger.settled((turn, step)):
-        for done in ledger.unanswered((turn, step)):
-            o = ledger.outcomes[done]
-            put(
-                session,
-                ledger,
-                "tool/result",
-                ToolResult(turn=turn, step=step, message=o.result, error=o.error),
-            )
+        answer(session, ledger, (turn, step))
         grammar = session.grammar
         if (grammar.turn, grammar.step) == (turn, step):
             put(session, ledger, "step/end", StepEnd(turn=turn, step=step))

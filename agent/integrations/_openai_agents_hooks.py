@@ -13,20 +13,15 @@ from agents import RunHooks
 
 from eventlog import (
     Message,
-    MessageSource,
     Session,
     ToolCall,
     ToolOutcome,
-    ToolResultPart,
     ValidationError,
-    new_id,
 )
 
 from ._openai_agents_approvals import record_decisions
 
 __all__ = ("EventlogHooks", "HookedSession")
-
-_TOOL = MessageSource(kind="tool")
 
 
 class HookedSession(Protocol):
@@ -117,8 +112,7 @@ class EventlogHooks(RunHooks[Any]):
                 f"cannot be turned into text ({type(exc).__name__})",
                 session_id=self.session.session_id,
             ) from exc
-        part = ToolResultPart(call_id=call_id, content=text)
-        message = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
+        message = Message.tool_result(call_id, text)
         outcome = ToolOutcome(turn=turn, step=step, call_id=call_id, result=message)
         self.session.log.append("tool/outcome", outcome)
         await self.session.log.flush()

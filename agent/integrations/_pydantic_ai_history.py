@@ -17,17 +17,14 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from eventlog import (
     Message,
-    MessageSource,
     Session,
     SessionNotFoundError,
     ToolCall,
     ToolError,
     ToolOutcome,
-    ToolResultPart,
     ValidationError,
     check_payload,
     check_room,
-    new_id,
 )
 from eventlog.stores import LogStore
 from projections import timeline
@@ -38,8 +35,6 @@ from ._pydantic_ai_map import Append, Cursor, plan
 from ._pydantic_ai_tools import DurableToolset, Verdict
 
 __all__ = ("EventlogHistory",)
-
-_TOOL = MessageSource(kind="tool")
 
 
 class EventlogHistory:
@@ -267,8 +262,7 @@ class EventlogHistory:
     def _append_outcome(self, call_id: str, text: str, error: ToolError | None) -> ToolOutcome:
         at = self._cursor
         assert at.turn is not None and at.step is not None
-        part = ToolResultPart(call_id=call_id, content=text, is_error=error is not None)
-        result = Message(id=new_id(), role="tool", content=(part,), source=_TOOL)
+        result = Message.tool_result(call_id, text, is_error=error is not None)
         outcome = ToolOutcome(
             turn=at.turn, step=at.step, call_id=call_id, result=result, error=error
         )

@@ -51,7 +51,6 @@ from eventlog import (
     ToolError,
     ToolOutcome,
     ToolResult,
-    ToolResultPart,
     TurnEnd,
     TurnStart,
     Usage,
@@ -66,7 +65,6 @@ __all__ = ("Append", "Cursor", "close_turn", "plan")
 
 _MODEL = MessageSource(kind="model")
 _USER = MessageSource(kind="user")
-_TOOL = MessageSource(kind="tool")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -178,8 +176,7 @@ class _Planner:
             if error is None and is_error:
                 code = TOOL_FAILED if getattr(part, "outcome", "") == "failed" else TOOL_ERROR
                 error = ToolError(name=type(part).__name__, code=code)
-            result = ToolResultPart(call_id=call_id, content=text, is_error=is_error)
-            reply = Message(id=new_id(), role="tool", content=(result,), source=_TOOL)
+            reply = Message.tool_result(call_id, text, is_error=is_error)
             data = ToolResult(turn=at.turn, step=at.step, message=reply, error=error)
             seqs.append(self.add("tool/result", data, surface=True))
             at.answered.add(call_id)
