@@ -22,7 +22,7 @@ import anyio
 import msgspec
 import pytest
 
-from agent import Agent, Response, RetryPolicy, ScriptedModel, ToolOutput, tool
+from agent import Agent, ModelRequest, Response, RetryPolicy, ScriptedModel, Tool, ToolOutput, tool
 from eventlog import EventTypes, Session, Usage, open_store
 from recovery import repair
 from recovery.testing import AgentRun, random_run
@@ -37,6 +37,7 @@ __all__ = (
     "build_runs_db",
     "cli",
     "cli_types",
+    "drop_users_reply",
     "copy_db",
     "play_failures",
     "play_into",
@@ -45,6 +46,7 @@ __all__ = (
     "shared_runs_db",
     "the_run",
     "url_of",
+    "waiting_for_approval",
 )
 
 #: The seed of the generated run every session is cut from: two turns, tool calls answered
@@ -266,3 +268,24 @@ async def run_failures(session: Session) -> None:
     )
     await agent.prompt("Try everything.", request_id="r1")
     await agent.run_until_idle()
+
+
+def drop_users_reply(request: ModelRequest) -> Response:
+    """A model that asks to drop ``users`` with the tool ``drop_table``, then, once the call is
+    answered (whoever runs it: the agent, or a decision made by the command), is done."""
+    if request.messages[-1].role == "tool":
+        return Response(text="Done.")
+    return Response(tool_calls=[("drop_table", '{"name": "users"}')])
+
+
+async def waiting_for_approval(db: Path, session_id: str, drop_table: Tool) -> str:
+    """A new session in ``db`` whose turn waits for a decision on one ``drop_table`` call (the
+    caller's tool, declared with ``approval=True``); returns the call id."""
+    async with open_store(url_of(db)) as store:
+        session = await store.create(session_id=session_id)
+        agent = Agent(session, ScriptedModel(drop_users_reply), [drop_table])
+        agent.followup("drop users")
+        await agent.run_until_idle()
+        (pending,) = await agent.pending_approvals()
+        await agent.session.aclose()
+        return pending.call_id

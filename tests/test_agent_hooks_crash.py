@@ -4,8 +4,6 @@ and never asks again (the interrupted turn is closed by repair, nothing is left 
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from agent import Agent, Response, ScriptedModel, StepContext
 from eventlog import open_store
 from recovery.testing import check_invariants
+from tests.agent_children.support import kill_once_it_says
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,16 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _kill_after_the_decision(url: str, marker: Path, mode: str) -> None:
     """Run the child until its model is called (the decision is durable by then), SIGKILL it."""
     command = [sys.executable, "-m", "tests.agent_children.hook_child", url, "s", str(marker)]
-    child = subprocess.Popen([*command, mode], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "requested\n"  # blocks until the model is called
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
-    assert child.returncode == -signal.SIGKILL
+    kill_once_it_says([*command, mode], "requested", cwd=ROOT)  # the model is called
 
 
 async def _resume(url: str, marker: Path, mode: str) -> tuple[list[str], list[tuple[str, str]]]:

@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from agent import TOOL_DENIED, Agent, ModelRequest, Response, ScriptedModel, tool
+from agent import TOOL_DENIED, Agent, ScriptedModel, tool
 from eventlog import open_store
-from tests.cli_fixtures import cli, run_main, url_of
+from tests.cli_fixtures import cli, drop_users_reply, run_main, url_of, waiting_for_approval
 
 ASKED: list[str] = []
 
@@ -25,26 +25,13 @@ def drop_table(name: str) -> str:
     return f"dropped {name}"
 
 
-def _reply(request: ModelRequest) -> Response:
-    """Asks to drop the table, then, once answered (whoever runs it), is done."""
-    if request.messages[-1].role == "tool":
-        return Response(text="Done.")
-    return Response(tool_calls=[("drop_table", '{"name": "users"}')])
-
-
 def _model() -> ScriptedModel:
-    return ScriptedModel(_reply)
+    return ScriptedModel(drop_users_reply)
 
 
 async def _waiting(db: Path, session_id: str) -> str:
     """A session whose turn waits for a decision on one call; returns the call id."""
-    async with open_store(url_of(db)) as store:
-        agent = Agent(await store.create(session_id=session_id), _model(), [drop_table])
-        agent.followup("drop users")
-        await agent.run_until_idle()
-        (pending,) = await agent.pending_approvals()
-        await agent.session.aclose()
-        return pending.call_id
+    return await waiting_for_approval(db, session_id, drop_table)
 
 
 async def _go_on(db: Path, session_id: str) -> list[str]:

@@ -23,11 +23,11 @@ from typing import Any
 import anyio
 import pytest
 
-from agent import TOOL_DENIED, Agent, ModelRequest, Response, ScriptedModel, tool
+from agent import TOOL_DENIED, Agent, ScriptedModel, tool
 from eventlog import Event, open_store
 from recovery import TOOL_OUTCOME_UNKNOWN, scan
 from recovery.testing import check_invariants
-from tests.cli_fixtures import cli, run_main, url_of
+from tests.cli_fixtures import cli, drop_users_reply, run_main, url_of, waiting_for_approval
 
 ROOT = Path(__file__).resolve().parent.parent
 RAN: list[str] = []
@@ -40,28 +40,14 @@ def drop_table(name: str) -> str:
     return f"dropped {name}"
 
 
-def _reply(request: ModelRequest) -> Response:
-    """Asks to drop the table, then, once answered, is done."""
-    if request.messages[-1].role == "tool":
-        return Response(text="Done.")
-    return Response(tool_calls=[("drop_table", '{"name": "users"}')])
-
-
 async def _waiting(db: Path, session_id: str) -> str:
     """A session whose turn waits for a decision on one call; returns the call id."""
-    async with open_store(url_of(db)) as store:
-        session = await store.create(session_id=session_id)
-        agent = Agent(session, ScriptedModel(_reply), [drop_table])
-        agent.followup("drop users")
-        await agent.run_until_idle()
-        (pending,) = await agent.pending_approvals()
-        await agent.session.aclose()
-        return pending.call_id
+    return await waiting_for_approval(db, session_id, drop_table)
 
 
 async def _go_on(db: Path, session_id: str) -> list[str]:
     async with open_store(url_of(db)) as store:
-        agent = await Agent.resume(store, session_id, ScriptedModel(_reply), [drop_table])
+        agent = await Agent.resume(store, session_id, ScriptedModel(drop_users_reply), [drop_table])
         report = agent.repair_report
         assert report is not None and not report.repaired  # gone on, never repaired
         outcomes: list[str] = [o.reason for o in await agent.run_until_idle()]

@@ -9,9 +9,7 @@ checks what the agent logged and the exact JSON the server received.
 from __future__ import annotations
 
 import base64
-import signal
 import sqlite3
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -40,7 +38,7 @@ from eventlog import (
     open_store,
 )
 from recovery.testing import check_invariants
-from tests.agent_children.support import events_of
+from tests.agent_children.support import events_of, kill_once_it_says
 from tests.llm_server import (
     LLMServer,
     Reply,
@@ -478,21 +476,7 @@ def test_a_crash_and_resume_keeps_sending_the_images(tmp_path: Path) -> None:
         )
         # A child sends the image, then is killed inside the tool body.
         command = [sys.executable, "-m", "tests.agent_children.image_child", url, "s"]
-        child = subprocess.Popen(
-            [*command, server.url, str(image)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert child.stdout is not None
-            assert child.stdout.readline() == "started\n"  # blocks until the tool body runs
-        finally:
-            child.send_signal(signal.SIGKILL)
-            child.wait()
-            if child.stdout is not None:
-                child.stdout.close()
-        assert child.returncode == -signal.SIGKILL
+        kill_once_it_says([*command, server.url, str(image)], "started", cwd=ROOT)  # in the body
         # A new process (here: this one) resumes and runs another turn.
         outcomes = anyio.run(_resume_and_ask, url, server)
     assert outcomes == ["interrupted", "completed"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from agents import Agent, Runner, UserError, function_tool
+from agents import Agent, Runner, RunResult, UserError, function_tool
 from agents.testing import ScriptedModel
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -30,6 +30,7 @@ from openai.types.responses import (
 
 from agent.integrations.openai_agents import SDK_DECIDER, EventlogSession, openai_agents_types
 from eventlog import ValidationError, open_store
+from eventlog.stores import LogStore
 from projections import timeline
 from recovery import (
     ApprovalConflictError,
@@ -92,6 +93,16 @@ def _results(session: EventlogSession) -> dict[str, str]:
     return found
 
 
+async def _paused(
+    store: LogStore, agent: Agent[Any], prompt: str
+) -> tuple[EventlogSession, RunResult]:
+    """A session ``s`` whose run of ``prompt`` paused for decisions, its interruption saved."""
+    session = await EventlogSession.open(store, "s")
+    paused = await Runner.run(agent, prompt, session=session, hooks=session.hooks)
+    await session.save_interruption(paused)
+    return session, paused
+
+
 async def test_decisions_taken_on_the_sdk_state_are_recorded_before_the_calls_run() -> None:
     paid: list[int] = []
     agent = _payer(paid, [_call("c1", 3), _call("c2", 4)], [_text("Paid 3, not 4.")])
@@ -135,9 +146,7 @@ async def test_a_call_decided_through_the_session_is_not_asked_again() -> None:
     replies: list[list[Any]] = [[_call("c1", 3), _call("c2", 4)], [_text("Paid both.")]]
     agent = _payer(paid, *replies)
     async with open_store("memory:", types=openai_agents_types()) as store:
-        session = await EventlogSession.open(store, "s")
-        paused = await Runner.run(agent, "Pay 3 and 4.", session=session, hooks=session.hooks)
-        await session.save_interruption(paused)
+        session, _ = await _paused(store, agent, "Pay 3 and 4.")
 
         # Only c1 is decided; the run resumed from the log runs it and pauses again for c2.
         await session.approve("c1", by="ana")
@@ -166,9 +175,7 @@ async def test_a_call_the_log_denied_never_runs_whatever_the_sdk_state_says() ->
     paid: list[int] = []
     agent = _payer(paid, [_call("c1", 3)], [_text("Done.")])
     async with open_store("memory:", types=openai_agents_types()) as store:
-        session = await EventlogSession.open(store, "s")
-        paused = await Runner.run(agent, "Pay 3.", session=session, hooks=session.hooks)
-        await session.save_interruption(paused)
+        session, paused = await _paused(store, agent, "Pay 3.")
         await session.deny("c1", by="ana", reason="over budget")
 
         # An app that approves on the state it kept in memory, ignoring the log.
@@ -193,9 +200,7 @@ async def test_a_rejection_on_the_sdk_state_does_not_overturn_the_logs_approval(
     paid: list[int] = []
     agent = _payer(paid, [_call("c1", 3)], [_text("Paid.")])
     async with open_store("memory:", types=openai_agents_types()) as store:
-        session = await EventlogSession.open(store, "s")
-        paused = await Runner.run(agent, "Pay 3.", session=session, hooks=session.hooks)
-        await session.save_interruption(paused)
+        session, paused = await _paused(store, agent, "Pay 3.")
         await session.approve("c1", by="ana")
         # A state kept in memory rejects: the run stops at its first call of the session,
         # before the rejection is logged as the call's answer.
@@ -212,9 +217,7 @@ async def test_a_saved_state_that_would_run_a_call_again_is_refused() -> None:
     paid: list[int] = []
     agent = _payer(paid, [_call("c1", 3), _call("c2", 4)], [_text("Paid.")])
     async with open_store("memory:", types=openai_agents_types()) as store:
-        session = await EventlogSession.open(store, "s")
-        paused = await Runner.run(agent, "Pay 3 and 4.", session=session, hooks=session.hooks)
-        await session.save_interruption(paused)
+        session, _ = await _paused(store, agent, "Pay 3 and 4.")
         await session.approve("c1", by="ana")
         again = await Runner.run(
             agent, await session.pending_run(agent), session=session, hooks=session.hooks
@@ -239,9 +242,7 @@ async def test_a_new_run_is_refused_while_a_paused_one_waits() -> None:
     paid: list[int] = []
     agent = _payer(paid, [_call("c1", 3)], [_text("Paid.")])
     async with open_store("memory:", types=openai_agents_types()) as store:
-        session = await EventlogSession.open(store, "s")
-        paused = await Runner.run(agent, "Pay 3.", session=session, hooks=session.hooks)
-        await session.save_interruption(paused)
+        session, _ = await _paused(store, agent, "Pay 3.")
         head = session.log.head
         # New input would leave c1 asked and unanswered, and send the model a call with no
         # output: refused before the model is called, nothing written.

@@ -7,7 +7,7 @@ what ``eventlog audit`` says.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
@@ -17,6 +17,7 @@ from projections import messages, request_header, timeline
 
 from ..report import (
     RunSpan,
+    SessionState,
     call_row,
     describe_sessions,
     event_summary,
@@ -90,15 +91,7 @@ async def sessions_view(
         "rows": rows,
         "state": state or "",
         "meta": meta or "",
-        "states": (
-            "balanced",
-            "running",
-            "needs repair",
-            "corrupt",
-            "unknown type",
-            "awaiting approval",
-            "awaiting agent",
-        ),
+        "states": get_args(SessionState),
         "next_after": None if scanned_all else cursor,
     }
 

@@ -2,13 +2,17 @@
 
 :class:`Probe` is a tool whose calls record when they start and finish, track how many run at
 once, and can be held at a gate until the test releases them. :func:`events_of` picks a
-session's events of one type.
+session's events of one type. :func:`kill_once_it_says` runs a child until it prints a line, then
+SIGKILLs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,6 +20,24 @@ import msgspec
 
 from agent import ToolArgumentsError, ToolContext, ToolOutput
 from eventlog import Event, Session
+
+
+def kill_once_it_says(command: Sequence[str], line: str, cwd: Path) -> None:
+    """Start ``command`` in ``cwd``, block until its first stdout line, SIGKILL it.
+
+    The child prints ``line`` (without its newline) at the moment the test wants it dead; the
+    kill happens even if the line differs, then :class:`AssertionError` is raised, as it is if
+    the child was not killed by the signal (it exited before)."""
+    child = subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == f"{line}\n"  # blocks until the child says it
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
 
 
 def events_of(session: Session, type_: str) -> list[Event]:
